@@ -1,0 +1,262 @@
+"""The ``perfsleuth`` command line.
+
+Results go to stdout (``--format table|json|jsonl``), logs to stderr. Exit codes: 0 when no
+finding is at or above ``--fail-on``, 1 when one is, 2 for usage, configuration and data errors.
+Heavy libraries (pandas, DuckDB, Plotly) are imported inside commands so ``--help`` is fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from perfsleuth.errors import PerfsleuthError
+
+if TYPE_CHECKING:
+    from perfsleuth.findings import Finding
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="perfsleuth",
+    help="Automated performance diagnosis: when did performance change, why, and what to fix.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+config_app = typer.Typer(
+    help="Validate a config file or print its JSON schema.", no_args_is_help=True
+)
+app.add_typer(config_app, name="config")
+
+log = logging.getLogger("perfsleuth")
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+
+
+class FailOn(StrEnum):
+    none = "none"
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+    critical = "critical"
+
+
+class Contract(StrEnum):
+    metric = "metric"
+    counter = "counter"
+    process = "process"
+    workload = "workload"
+
+
+@dataclass
+class Options:
+    format: Format = Format.table
+    fail_on: FailOn = FailOn.none
+
+
+class FindingsAtOrAbove(Exception):
+    """Raised after output is written, to exit 1."""
+
+
+StorePath = Annotated[Path, typer.Option("--store", help="DuckDB store file (created if missing).")]
+
+
+@app.callback()
+def _global(
+    ctx: typer.Context,
+    fmt: Annotated[Format, typer.Option("--format", help="How findings are printed.")] = (
+        Format.table
+    ),
+    fail_on: Annotated[
+        FailOn, typer.Option(help="Exit 1 when a finding is at or above this severity.")
+    ] = FailOn.none,
+    verbose: Annotated[int, typer.Option("--verbose", "-v", count=True, help="More logs.")] = 0,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors on stderr.")] = False,
+) -> None:
+    level = (
+        logging.ERROR if quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
+    )
+    logging.basicConfig(
+        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    ctx.obj = Options(format=fmt, fail_on=fail_on)
+
+
+def _emit(ctx: typer.Context, findings: Sequence[Finding], *, title: str | None = None) -> None:
+    """Print findings in the chosen format, then exit 1 if any reach ``--fail-on``."""
+    from perfsleuth.report import render_findings
+
+    options: Options = ctx.obj
+    if options.format is Format.table and title:
+        typer.echo(title)
+    typer.echo(render_findings(list(findings), options.format.value), nl=False)
+    if options.fail_on is not FailOn.none:
+        from perfsleuth.findings import Severity
+
+        threshold = Severity.parse(options.fail_on.value)
+        if any(f.severity >= threshold for f in findings):
+            raise FindingsAtOrAbove
+
+
+def _note(message: str) -> None:
+    """Human-oriented messages go to stderr so stdout stays machine-readable."""
+    typer.echo(message, err=True)
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option(help="Folder for report.html and findings.jsonl.")] = Path(
+        "perfsleuth-demo"
+    ),
+    store: StorePath = Path("perfsleuth.duckdb"),
+    seed: Annotated[int, typer.Option(help="Seed of the simulations.")] = 7,
+) -> None:
+    """Run every detector family on seeded data: store, report, JSON lines; no network."""
+    from perfsleuth.demo import run_demo
+
+    result = run_demo(out, store, seed=seed)
+    _note(f"report:   {result.report}")
+    _note(f"findings: {result.jsonl}")
+    _note(f"store:    {result.store}")
+    _emit(ctx, result.findings, title=f"{len(result.findings)} finding(s) in the demo data")
+
+
+@app.command()
+def detect(
+    ctx: typer.Context,
+    files: Annotated[list[Path], typer.Argument(help="CSV or Parquet files.", show_default=False)],
+    contract: Annotated[Contract, typer.Option(help="Frame contract the files hold.")] = (
+        Contract.metric
+    ),
+    detector: Annotated[
+        list[str] | None,
+        typer.Option("--detector", "-d", help="Detector to run (repeatable; default: all)."),
+    ] = None,
+    store: Annotated[
+        Path | None, typer.Option("--store", help="Also keep samples and findings here.")
+    ] = None,
+    report: Annotated[Path | None, typer.Option(help="Write an HTML report here.")] = None,
+) -> None:
+    """Validate FILES, run detectors on them, print findings (optionally store and report)."""
+    import pandas as pd
+
+    from perfsleuth.diagnose import diagnose
+    from perfsleuth.frames import coverage_of, normalise
+    from perfsleuth.registry import create, detector_class, names
+    from perfsleuth.sources.files import read_frame
+
+    frames = [read_frame(path, contract.value) for path in files]
+    frame = normalise(
+        pd.concat(frames, ignore_index=True), contract.value, source=", ".join(map(str, files))
+    )
+    chosen = detector or [n for n in names() if detector_class(n).contract == contract.value]
+    findings = diagnose({contract.value: frame}, [create(name) for name in chosen])
+    if store is not None:
+        from perfsleuth.store import Store
+
+        with Store(store) as db:
+            run_id = db.begin_run("perfsleuth detect " + " ".join(map(str, files)))
+            db.write_frame(frame, contract.value, source=", ".join(map(str, files)))
+            db.write_findings(findings, run_id=run_id)
+            db.finish_run(run_id, status="ok", n_findings=len(findings))
+    if report is not None:
+        from perfsleuth.report import write_html
+
+        coverage = tuple(c for f in frames if (c := coverage_of(f)) is not None)
+        write_html(
+            report,
+            findings,
+            series=frame if contract is Contract.metric else None,
+            coverage=coverage,
+        )
+        _note(f"report: {report}")
+    _emit(ctx, findings)
+
+
+@app.command("report")
+def report_command(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option("--out", "-o", help="HTML file to write.")] = Path(
+        "report.html"
+    ),
+    store: StorePath = Path("perfsleuth.duckdb"),
+    findings_file: Annotated[
+        Path | None,
+        typer.Option("--findings", help="Read findings from this JSON-lines file, not the store."),
+    ] = None,
+) -> None:
+    """Write the HTML report of stored findings (or of a findings.jsonl file)."""
+    from perfsleuth.findings import read_jsonl
+    from perfsleuth.report import write_html
+
+    if findings_file is not None:
+        try:
+            text = findings_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            from perfsleuth.errors import SourceError
+
+            raise SourceError(f"{findings_file}: cannot read: {exc.strerror or exc}") from exc
+        found = read_jsonl(text, source=str(findings_file))
+        write_html(out, found)
+    else:
+        from perfsleuth.errors import SourceError
+        from perfsleuth.store import Store
+
+        if not store.exists():
+            raise SourceError(f"{store}: no such store (run a command with --store first)")
+        with Store(store, read_only=True) as db:
+            found = db.findings()
+            write_html(out, found, series=db.series)
+    _note(f"report: {out}")
+    _emit(ctx, found)
+
+
+@config_app.command("check")
+def config_check(
+    path: Annotated[Path, typer.Argument(help="perfsleuth.toml to validate.")],
+) -> None:
+    """Validate a config file; errors name the key path."""
+    from perfsleuth.config import load_config
+
+    config = load_config(path)
+    typer.echo(f"{path}: ok ({len(config.sources)} source(s), {len(config.detectors)} detector(s))")
+
+
+@config_app.command("schema")
+def config_schema() -> None:
+    """Print the JSON schema of the config file (for editor completion)."""
+    import json
+
+    from perfsleuth.config import config_schema as schema
+
+    typer.echo(json.dumps(schema(), indent=2))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``perfsleuth`` console script; always exits via ``SystemExit``."""
+    try:
+        # Standalone mode: Typer handles --help and usage errors (exit 2) itself.
+        app(args=list(argv) if argv is not None else None, prog_name="perfsleuth")
+    except FindingsAtOrAbove:
+        sys.exit(1)
+    except PerfsleuthError as exc:
+        typer.echo(f"perfsleuth: error: {exc}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

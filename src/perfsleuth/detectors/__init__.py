@@ -1,0 +1,1 @@
+"""Detectors: frame in, ``list[Finding]`` out; one module per family."""

@@ -1,0 +1,95 @@
+"""The contract every registered detector must pass (STYLE.md "Tests").
+
+A new detector family adds a sample frame for its contract to ``SAMPLES`` and is then held to
+the same rules as every other: empty input, NaNs, ordered times, determinism, TOML round-trip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tomllib
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import pytest
+import tomli_w
+
+from perfsleuth.demo import demo_frames
+from perfsleuth.detectors.base import Detector, params_of
+from perfsleuth.errors import ConfigError, DataError, NotEnoughDataError
+from perfsleuth.findings import Finding
+from perfsleuth.registry import create, detector_class, names
+
+
+def _metric_sample() -> pd.DataFrame:
+    return demo_frames(seed=7)["metric"]
+
+
+SAMPLES: dict[str, Callable[[], pd.DataFrame]] = {"metric": _metric_sample}
+
+DETECTORS = names()
+
+
+def _sample(detector: Detector) -> pd.DataFrame:
+    if detector.contract not in SAMPLES:
+        pytest.fail(f"no sample frame for contract {detector.contract!r}: add one to SAMPLES")
+    return SAMPLES[detector.contract]()
+
+
+def test_every_detector_is_registered_lazily() -> None:
+    assert DETECTORS, "no detector is registered"
+    for name in DETECTORS:
+        cls = detector_class(name)
+        assert cls.name == name
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_empty_frame_gives_no_findings_or_not_enough_data(name: str) -> None:
+    detector = create(name)
+    empty = _sample(detector).iloc[0:0]
+    with contextlib.suppress(NotEnoughDataError):
+        assert detector.detect(empty) == []
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_findings_are_well_formed_and_deterministic(name: str) -> None:
+    detector = create(name)
+    frame = _sample(detector)
+    first = detector.detect(frame)
+    assert first, f"{name} found nothing in its sample frame, which has known problems"
+    assert detector.detect(frame.copy()) == first
+    for finding in first:
+        assert isinstance(finding, Finding)
+        assert finding.start <= finding.end
+        assert finding.detector == name
+        assert finding.explanation.strip()
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_nans_are_rejected_clearly_or_skipped(name: str) -> None:
+    detector = create(name)
+    frame = _sample(detector).copy()
+    numeric = frame.select_dtypes("number").columns
+    frame.loc[frame.index[::7], numeric[-1]] = np.nan
+    try:
+        findings = detector.detect(frame)
+    except DataError:
+        return
+    for finding in findings:
+        for evidence in finding.evidence:
+            assert not (isinstance(evidence.value, float) and np.isnan(evidence.value)), finding
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_parameters_round_trip_through_toml(name: str) -> None:
+    detector = create(name)
+    text = tomli_w.dumps({"detectors": {name: params_of(detector)}})
+    again = create(name, tomllib.loads(text)["detectors"][name])
+    assert again == detector
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_unknown_parameters_are_errors(name: str) -> None:
+    with pytest.raises(ConfigError, match="no_such_parameter"):
+        create(name, {"no_such_parameter": 1})

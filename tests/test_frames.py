@@ -1,0 +1,253 @@
+"""The frame contracts: every bad input gets an error naming file, line and column."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfsleuth.errors import DataError, SourceError
+from perfsleuth.frames import coverage_of, normalise, workload_types
+from perfsleuth.sources.files import read_frame
+
+HEADER = "time,entity,metric,value\n"
+ROW1 = "2024-01-01T00:00:00Z,web,rt,5\n"
+ROW2 = "2024-01-01T00:01:00Z,web,rt,6\n"
+
+# (name, file text, message pattern): the acceptance list of issue 2 plus its relatives.
+BAD_CSV = [
+    (
+        "malformed row",
+        HEADER + ROW1 + "2024-01-01T00:01:00Z,web,rt,6,9\n",
+        r"bad\.csv:3: malformed row: Expected 4 fields",
+    ),
+    (
+        "missing column",
+        "time,entity,value\n2024-01-01T00:00:00Z,web,5\n",
+        r"bad\.csv: metric frame is missing column\(s\) 'metric'",
+    ),
+    ("backwards time", HEADER + ROW2 + ROW1, r"bad\.csv:3: column 'time': time goes backwards"),
+    (
+        "NaN value",
+        HEADER + ROW1 + "2024-01-01T00:01:00Z,web,rt,NaN\n",
+        r"bad\.csv:3: column 'value': missing value",
+    ),
+    (
+        "empty value",
+        HEADER + ROW1 + "2024-01-01T00:01:00Z,web,rt,\n",
+        r"bad\.csv:3: column 'value': missing value",
+    ),
+    ("empty file", "", r"bad\.csv: empty file"),
+    ("header only", HEADER, r"bad\.csv: no data rows"),
+    ("blank lines only", HEADER + "\n\n", r"bad\.csv: no data rows"),
+    (
+        "text in a number",
+        HEADER + ROW1 + "2024-01-01T00:01:00Z,web,rt,fast\n",
+        r"bad\.csv:3: column 'value': not a number: 'fast'",
+    ),
+    (
+        "huge value",
+        HEADER + "2024-01-01T00:00:00Z,web,rt,1e999\n",
+        r"bad\.csv:2: column 'value': value out of range",
+    ),
+    (
+        "bad time",
+        HEADER + ROW1 + "yesterday,web,rt,6\n",
+        r"bad\.csv:3: column 'time': not a time: 'yesterday'",
+    ),
+    (
+        "epoch in ms",
+        HEADER + "1704067200000,web,rt,5\n",
+        r"bad\.csv:2: column 'time': not a Unix time in seconds",
+    ),
+    (
+        "conflicting duplicate",
+        HEADER + ROW1 + "2024-01-01T00:00:00Z,web,rt,7\n",
+        r"bad\.csv:3: column 'time': duplicate .* than line 2",
+    ),
+    (
+        "empty entity",
+        HEADER + "2024-01-01T00:00:00Z,,rt,5\n",
+        r"bad\.csv:2: column 'entity': empty name",
+    ),
+    (
+        "unknown unit",
+        "time,entity,metric,value,unit\n2024-01-01T00:00:00Z,web,rt,5,furlongs\n",
+        r"bad\.csv:2: column 'unit': unknown unit 'furlongs'",
+    ),
+    (
+        "line after a quoted newline",
+        HEADER + '2024-01-01T00:00:00Z,"we\nb",rt,5\n2024-01-01T00:01:00Z,web,rt,x\n',
+        r"bad\.csv:4: column 'value': not a number",
+    ),
+    (
+        "line after a blank line",
+        HEADER + ROW1 + "\n" + "2024-01-01T00:02:00Z,web,rt,x\n",
+        r"bad\.csv:4: column 'value'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "pattern"), BAD_CSV, ids=[c[0] for c in BAD_CSV])
+def test_bad_csv_names_file_line_and_column(
+    write_csv: Callable[[str, str], Path], case: str, text: str, pattern: str
+) -> None:
+    path = write_csv("bad.csv", text)
+    with pytest.raises(DataError, match=pattern):
+        read_frame(path, "metric")
+
+
+def test_missing_file_is_a_source_error(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="no such file"):
+        read_frame(tmp_path / "nope.csv", "metric")
+
+
+def test_good_csv_is_normalised(write_csv: Callable[[str, str], Path]) -> None:
+    path = write_csv(
+        "ok.csv",
+        "time,entity,metric,value,unit\n"
+        "2024-01-01T01:00:00+01:00,web,rt,5,ms\n"
+        "2024-01-01T00:01:00Z,web,rt,6,ms\n"
+        "\n"
+        "2024-01-01T00:01:00Z,web,rt,6,ms\n"  # identical repeat: dropped
+        "2024-01-01T00:02:00Z,web,rt,7,ms\n"
+        "2024-01-01T00:03:00Z,web,rt,7,ms\n"
+        "2024-01-01T00:11:00Z,web,rt,7,ms\n",
+    )
+    frame = read_frame(path, "metric")
+    assert str(frame["time"].dtype) == "datetime64[ns, UTC]"
+    assert frame["time"].iloc[0] == pd.Timestamp("2024-01-01T00:00:00Z")
+    np.testing.assert_allclose(frame["value"], [0.005, 0.006, 0.007, 0.007, 0.007])
+    assert set(frame["unit"]) == {"s"}
+    coverage = coverage_of(frame)
+    assert coverage is not None
+    assert (coverage.rows, coverage.series, coverage.dropped_duplicates) == (5, 1, 1)
+    assert len(coverage.gaps) == 1  # 1 min steps, then 8 min
+    assert coverage.gaps[0].start == pd.Timestamp("2024-01-01T00:03:00Z")
+
+
+def test_policies_repair_when_asked(write_csv: Callable[[str, str], Path]) -> None:
+    path = write_csv(
+        "messy.csv",
+        HEADER + ROW2 + ROW1 + "2024-01-01T00:00:00Z,web,rt,9\n2024-01-01T00:02:00Z,web,rt,nan\n",
+    )
+    frame = read_frame(path, "metric", missing="drop", disorder="sort", duplicates="first")
+    assert list(frame["value"]) == [5.0, 6.0]
+    coverage = coverage_of(frame)
+    assert coverage is not None
+    assert (coverage.dropped_missing, coverage.dropped_duplicates) == (1, 1)
+
+
+def test_epoch_seconds_and_naive_times_are_utc() -> None:
+    frame = normalise(
+        pd.DataFrame(
+            {"time": [1704067200, 1704067260.5], "entity": "a", "metric": "m", "value": [1, 2]}
+        ),
+        "metric",
+    )
+    assert frame["time"].iloc[1] == pd.Timestamp("2024-01-01T00:01:00.5Z")
+    naive = normalise(
+        pd.DataFrame(
+            {"time": pd.to_datetime(["2024-01-01"]), "entity": "a", "metric": "m", "value": [1.0]}
+        ),
+        "metric",
+    )
+    assert naive["time"].iloc[0] == pd.Timestamp("2024-01-01T00:00:00Z")
+
+
+def test_series_are_independent_for_ordering() -> None:
+    frame = normalise(
+        pd.DataFrame(
+            {
+                "time": ["2024-01-01T00:05:00Z", "2024-01-01T00:00:00Z"],
+                "entity": ["a", "b"],
+                "metric": "m",
+                "value": [1.0, 2.0],
+            }
+        ),
+        "metric",
+    )
+    assert list(frame["entity"]) == ["a", "b"]
+
+
+def test_in_memory_errors_name_the_row() -> None:
+    frame = pd.DataFrame({"time": [0, 1], "entity": "a", "metric": "m", "value": [1.0, np.nan]})
+    with pytest.raises(DataError, match=r"<frame>: column 'value': missing value .*\(row 1\)"):
+        normalise(frame, "metric")
+
+
+def test_empty_frame_with_the_right_columns_is_valid() -> None:
+    frame = normalise(pd.DataFrame(columns=["time", "entity", "metric", "value"]), "metric")
+    assert frame.empty
+    coverage = coverage_of(frame)
+    assert coverage is not None and coverage.rows == 0 and coverage.start is None
+
+
+def test_constant_and_hostile_names_pass_through_unchanged() -> None:
+    hostile = "<script>alert(1)</script>'; DROP TABLE x; --"
+    frame = normalise(
+        pd.DataFrame({"time": [0, 60], "entity": hostile, "metric": "m", "value": [3.0, 3.0]}),
+        "metric",
+    )
+    assert set(frame["entity"]) == {hostile}
+
+
+PROCESS_ROWS = {
+    "time": ["2024-01-01T00:00:00Z", "2024-01-01T00:01:00Z"],
+    "node": "n1",
+    "pid": ["42", "42"],
+    "name": "java",
+    "user": "app",
+    "cpu": [0.5, 1.0],
+    "rss_bytes": [1e9, 1.1e9],
+}
+
+
+def test_process_frame() -> None:
+    frame = normalise(pd.DataFrame(PROCESS_ROWS), "process")
+    assert frame["pid"].dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    ("change", "pattern"),
+    [
+        ({"pid": ["42", "4.5"]}, r"column 'pid': not an integer"),
+        ({"cpu": [0.5, -1.0]}, r"column 'cpu': must not be negative"),
+    ],
+)
+def test_bad_process_frames(change: dict[str, object], pattern: str) -> None:
+    with pytest.raises(DataError, match=pattern):
+        normalise(pd.DataFrame({**PROCESS_ROWS, **change}), "process")
+
+
+def test_workload_frame() -> None:
+    frame = pd.DataFrame(
+        {
+            "time": ["2024-01-01T00:00:00Z", "2024-01-01T00:05:00Z"],
+            "window_s": [300, 300],
+            "n[browse]": [10, 12],
+            "rt_sum[browse]": [1.5, 1.7],
+            "n[buy]": [1, 0],
+            "cpu_util": [0.3, 0.35],
+        }
+    )
+    normalised = normalise(frame, "workload")
+    assert workload_types(normalised) == ["browse", "buy"]
+    with pytest.raises(DataError, match=r"rt_sum\[pay\] has no matching n\[pay\]"):
+        normalise(frame.assign(**{"rt_sum[pay]": [1.0, 1.0]}), "workload")
+    with pytest.raises(DataError, match=r"column 'cpu_util': must be a fraction"):
+        normalise(frame.assign(cpu_util=[30.0, 35.0]), "workload")
+    with pytest.raises(DataError, match=r"at least one n\[<type>\]"):
+        normalise(frame[["time", "window_s"]], "workload")
+
+
+def test_parquet_errors_name_the_row(tmp_path: Path) -> None:
+    path = tmp_path / "m.parquet"
+    pd.DataFrame(
+        {"time": [0.0, 1.0], "entity": "a", "metric": "m", "value": [1.0, np.inf]}
+    ).to_parquet(path)
+    with pytest.raises(DataError, match=r"m\.parquet: column 'value': value out of range.*row 1"):
+        read_frame(path, "metric")
