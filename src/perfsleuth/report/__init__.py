@@ -1,0 +1,12 @@
+"""Reports of findings: a self-contained HTML page, Rich console tables, JSON and JSON lines.
+
+plotly is imported only when a figure is drawn, so importing this package stays light.
+"""
+
+from __future__ import annotations
+
+from perfsleuth.report.console import findings_table, summary_counts
+from perfsleuth.report.formats import render_findings
+from perfsleuth.report.html import render_html, write_html
+
+__all__ = ["findings_table", "render_findings", "render_html", "summary_counts", "write_html"]

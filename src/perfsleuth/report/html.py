@@ -1,0 +1,536 @@
+"""The self-contained HTML report: one file, works offline, every data string escaped.
+
+plotly.js is inlined once in the head; each figure travels as JSON in a
+``<script type="application/json">`` block and one small inline script draws them all. The page
+shows a red banner when anything fails to render and records the number of figures drawn in
+``<body data-plots="...">`` so a headless browser can check it.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from perfsleuth.errors import DataError
+from perfsleuth.findings import EvidenceValue, Finding, Kind, Severity
+from perfsleuth.frames import Coverage
+from perfsleuth.report._common import (
+    SEVERITY_ORDER,
+    format_time,
+    format_value,
+    ordered,
+    summary_counts,
+)
+
+__all__ = [
+    "SeriesLookup",
+    "SeriesSource",
+    "downsample_indices",
+    "render_html",
+    "script_json",
+    "write_html",
+]
+
+logger = logging.getLogger(__name__)
+
+SeriesLookup: TypeAlias = Callable[[str, str], pd.DataFrame | None]
+"""``(entity, metric) -> frame with time, value[, unit]`` (or None when there is no series)."""
+
+SeriesSource: TypeAlias = pd.DataFrame | SeriesLookup | None
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+SEVERITY_COLOURS: dict[Severity, str] = {
+    Severity.CRITICAL: "#991b1b",
+    Severity.ERROR: "#dc2626",
+    Severity.WARNING: "#d97706",
+    Severity.INFO: "#2563eb",
+    Severity.DEBUG: "#6b7280",
+}
+
+_FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+_AXIS = {
+    "gridcolor": "#e5e7eb",
+    "linecolor": "#9ca3af",
+    "zeroline": False,
+    "automargin": True,
+    "exponentformat": "SI",  # 3G, not plotly's default 3B, which reads as bytes
+}
+# A small template of our own: plotly's default one adds ~10 kB of JSON to every figure.
+_PLOT_TEMPLATE: dict[str, Any] = {
+    "layout": {
+        "font": {"family": _FONT, "size": 12, "color": "#1f2937"},
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#ffffff",
+        "colorway": ["#2563eb"],
+        "xaxis": _AXIS,
+        "yaxis": _AXIS,
+        "margin": {"l": 10, "r": 10, "t": 28, "b": 10},
+        "hoverlabel": {"font": {"family": _FONT}},
+        "showlegend": False,
+    }
+}
+
+
+def render_html(
+    findings: Iterable[Finding],
+    *,
+    series: SeriesSource = None,
+    coverage: Iterable[Coverage] = (),
+    title: str = "perfsleuth report",
+    generated: datetime | None = None,
+    max_points: int = 5000,
+) -> str:
+    """Render findings as one self-contained HTML page.
+
+    Parameters
+    ----------
+    findings
+        What to report; shown most severe first, then by start time.
+    series
+        Data to plot behind each finding: a metric frame (``time, entity, metric, value[,
+        unit]``) or a callable ``(entity, metric) -> frame | None`` (e.g. a store lookup). A
+        finding whose (entity, metric) has a series gets a line plot with the finding marked;
+        any other finding gets a bar chart of its numeric evidence.
+    coverage
+        What the data held (``perfsleuth.frames.coverage_of(frame)``), listed at the end.
+    title
+        Page title and heading.
+    generated
+        When the report was made (timezone-aware); default now.
+    max_points
+        Longer series are downsampled to at most this many points, keeping each bucket's
+        minimum and maximum so spikes survive.
+    """
+    if max_points < 2:
+        raise ValueError(f"max_points must be at least 2, got {max_points}")
+    when = datetime.now(UTC) if generated is None else generated
+    if when.tzinfo is None or when.utcoffset() is None:
+        raise ValueError(f"generated must be timezone-aware, got naive {when.isoformat()}")
+    items = ordered(findings)
+    lookup = _SeriesIndex(series, max_points)
+    sections = [_section(number, finding, lookup) for number, finding in enumerate(items, 1)]
+    counts = summary_counts(items)
+    context = {
+        "title": title,
+        "generated": when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "total": len(items),
+        "counts": [
+            {"name": s.name.lower(), "count": counts[s.name.lower()]}
+            for s in SEVERITY_ORDER
+            if counts[s.name.lower()]
+        ],
+        "sections": sections,
+        "coverage": [_coverage_row(c) for c in coverage],
+        "figures": sum(1 for s in sections if s["figure"] is not None),
+        "colours": {s.name.lower(): c for s, c in SEVERITY_COLOURS.items()},
+        "plotlyjs": _plotlyjs(),
+    }
+    return _environment().get_template("report.html.j2").render(context)
+
+
+def write_html(
+    path: str | os.PathLike[str],
+    findings: Iterable[Finding],
+    *,
+    series: SeriesSource = None,
+    coverage: Iterable[Coverage] = (),
+    title: str = "perfsleuth report",
+    generated: datetime | None = None,
+    max_points: int = 5000,
+) -> Path:
+    """Render with :func:`render_html` and write the page to ``path``; returns the path.
+
+    The page is rendered in full before anything is written, and replaces ``path`` atomically,
+    so a failure never leaves a half-written report behind.
+    """
+    text = render_html(
+        findings,
+        series=series,
+        coverage=coverage,
+        title=title,
+        generated=generated,
+        max_points=max_points,
+    )
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    logger.debug("wrote %s (%d bytes)", target, len(text))
+    return target
+
+
+def downsample_indices(values: npt.ArrayLike, max_points: int) -> npt.NDArray[np.intp]:
+    """Positions to keep so a plot of ``values`` has at most ``max_points`` points.
+
+    The first and last points are kept; the points between are cut into ``(max_points - 2) // 2``
+    consecutive buckets and each bucket keeps its minimum and its maximum, so spikes and dips
+    survive. Returned positions are sorted and unique. ``values`` must be finite.
+    """
+    array = np.asarray(values, dtype=float)
+    n = len(array)
+    if max_points < 2:
+        raise ValueError(f"max_points must be at least 2, got {max_points}")
+    if n <= max_points:
+        return np.arange(n, dtype=np.intp)
+    buckets = (max_points - 2) // 2
+    ends_only = np.array([0, n - 1], dtype=np.intp)
+    if buckets == 0:
+        return ends_only
+    inner = n - 2
+    # bucket numbers never decrease and, as inner > buckets, every bucket gets a point
+    bucket = np.arange(inner, dtype=np.int64) * buckets // inner
+    order = np.lexsort((array[1:-1], bucket))  # by bucket, then by value within each bucket
+    stop = np.cumsum(np.bincount(bucket, minlength=buckets))
+    start = np.concatenate(([0], stop[:-1]))
+    keep = np.concatenate((ends_only, order[start] + 1, order[stop - 1] + 1))
+    return np.unique(keep).astype(np.intp)
+
+
+def script_json(text: str) -> Markup:
+    """JSON text made safe to place inside ``<script type="application/json">``.
+
+    ``<``, ``>`` and ``&`` only occur inside JSON strings, where their ``\\uXXXX`` escapes mean
+    the same thing, so no data string can close the script element or open a comment.
+    """
+    safe = (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+    return Markup(safe)  # escaped above for the script-data context
+
+
+# --------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    return env
+
+
+@lru_cache(maxsize=1)
+def _plotlyjs() -> Markup:
+    from plotly.offline import get_plotlyjs
+
+    js = get_plotlyjs()
+    # The bundle has no "</script" today; if a later one does, "<\/" means the same in JS.
+    js = js.replace("</script", "<\\/script").replace("</SCRIPT", "<\\/SCRIPT")
+    return Markup(js)  # trusted library code, inlined on purpose
+
+
+@dataclass(frozen=True, slots=True)
+class _Series:
+    x: list[str]
+    y: npt.NDArray[np.float64]
+    unit: str
+    points: int  # before downsampling
+
+
+class _SeriesIndex:
+    """Finds and prepares (once per key) the series behind a finding."""
+
+    def __init__(self, source: SeriesSource, max_points: int) -> None:
+        self._source = source
+        self._max_points = max_points
+        self._groups: dict[tuple[str, str], npt.NDArray[np.intp]] | None = None
+        self._cache: dict[tuple[str, str], _Series | None] = {}
+        if isinstance(source, pd.DataFrame):
+            _require(source, ("time", "entity", "metric", "value"), "series frame")
+        elif source is not None and not callable(source):
+            raise TypeError(
+                f"series must be a metric frame or a callable, got {type(source).__name__}"
+            )
+
+    def get(self, entity: str, metric: str) -> _Series | None:
+        key = (entity, metric)
+        if key not in self._cache:
+            frame = self._find(entity, metric)
+            self._cache[key] = None if frame is None else _prepare(frame, self._max_points)
+        return self._cache[key]
+
+    def _find(self, entity: str, metric: str) -> pd.DataFrame | None:
+        source = self._source
+        if source is None:
+            return None
+        if isinstance(source, pd.DataFrame):
+            if self._groups is None:
+                grouped = source.groupby(["entity", "metric"], sort=False, observed=True)
+                self._groups = {(str(k[0]), str(k[1])): v for k, v in grouped.indices.items()}
+            positions = self._groups.get((entity, metric))
+            return None if positions is None else source.iloc[positions]
+        found = source(entity, metric)
+        if found is None:
+            return None
+        if not isinstance(found, pd.DataFrame):
+            raise DataError(
+                f"series lookup for {entity!r}/{metric!r} returned {type(found).__name__}, "
+                "expected a DataFrame or None"
+            )
+        if found.empty:  # a store answers an unknown series with an empty frame
+            return None
+        _require(found, ("time", "value"), f"series for {entity!r}/{metric!r}")
+        return found
+
+
+def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    absent = [c for c in columns if c not in frame.columns]
+    if absent:
+        have = ", ".join(map(str, frame.columns)) or "none"
+        raise DataError(
+            f"{what} is missing column(s) {', '.join(map(repr, absent))} (columns present: {have})"
+        )
+
+
+def _prepare(frame: pd.DataFrame, max_points: int) -> _Series | None:
+    times = pd.to_datetime(frame["time"], utc=True, errors="coerce")
+    t = times.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
+    y = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    ok = ~np.isnat(t) & np.isfinite(y)
+    t, y = t[ok], y[ok]
+    if len(t) == 0:
+        return None
+    if (np.diff(t) < np.timedelta64(0, "ns")).any():
+        order = np.argsort(t, kind="stable")
+        t, y = t[order], y[order]
+    keep = downsample_indices(y, max_points)
+    unit = ""
+    if "unit" in frame.columns:
+        units = sorted({str(u) for u in frame["unit"].dropna().unique()} - {""})
+        unit = ", ".join(units)
+    x = np.datetime_as_string(t[keep], unit="ms").tolist()
+    return _Series(x=x, y=y[keep], unit=unit, points=len(t))
+
+
+def _plot_time(value: datetime) -> str:
+    """A time as plotly.js reads it: UTC wall clock, no offset (plotly.js has no time zones)."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+
+
+def _text(value: str) -> str:
+    """Escape a data string for plotly.js, which reads text as a small subset of HTML."""
+    return html.escape(value, quote=False)
+
+
+def _line_figure(finding: Finding, data: _Series) -> str:
+    import plotly.graph_objects as go
+
+    colour = SEVERITY_COLOURS[finding.severity]
+    start = _plot_time(finding.start)
+    marker: dict[str, Any]
+    if finding.kind is Kind.CHANGE_POINT or finding.start == finding.end:
+        marker = {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "x0": start,
+            "x1": start,
+            "y0": 0,
+            "y1": 1,
+            "line": {"color": colour, "width": 2, "dash": "dash"},
+        }
+    else:
+        marker = {
+            "type": "rect",
+            "xref": "x",
+            "yref": "paper",
+            "x0": start,
+            "x1": _plot_time(finding.end),
+            "y0": 0,
+            "y1": 1,
+            "fillcolor": colour,
+            "opacity": 0.15,
+            "line": {"width": 0},
+            "layer": "below",
+        }
+    label = finding.kind.value.replace("_", " ")
+    y_title = f"{finding.metric} ({data.unit})" if data.unit else finding.metric
+    figure = go.Figure(
+        go.Scatter(
+            x=data.x,
+            y=data.y,
+            mode="lines+markers" if len(data.x) <= 200 else "lines",
+            line={"width": 1.5},
+            marker={"size": 4},
+            name=_text(finding.metric),
+            hovertemplate="%{x|%Y-%m-%d %H:%M:%S}<br>%{y:.6~g}<extra></extra>",
+        ),
+        layout={
+            "template": _PLOT_TEMPLATE,
+            "height": 320,
+            "shapes": [marker],
+            "annotations": [
+                {
+                    "x": start,
+                    "xref": "x",
+                    "y": 1,
+                    "yref": "paper",
+                    "text": _text(label),
+                    "showarrow": False,
+                    "xanchor": "left",
+                    "yanchor": "bottom",
+                    "font": {"color": colour},
+                }
+            ],
+            "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
+            "yaxis": {"title": {"text": _text(y_title)}},
+        },
+    )
+    return str(figure.to_json())
+
+
+def _numeric(value: EvidenceValue) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value)
+
+
+def _bar_figure(finding: Finding) -> str | None:
+    numeric = [e for e in finding.evidence if _numeric(e.value)]
+    if not numeric:
+        return None
+    import plotly.graph_objects as go
+
+    labels: list[str] = []
+    for item in numeric:
+        label = f"{item.name} ({item.unit})" if item.unit else item.name
+        # equal labels would share one bar on a category axis
+        base, copy = label, 1
+        while label in labels:
+            copy += 1
+            label = f"{base} #{copy}"
+        labels.append(label)
+    values = [float(e.value) for e in numeric]
+    figure = go.Figure(
+        go.Bar(
+            x=values,
+            y=[_text(label) for label in labels],
+            orientation="h",
+            marker={"color": SEVERITY_COLOURS[finding.severity]},
+            text=[format_value(e.value) for e in numeric],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.6~g}<extra></extra>",
+        ),
+        layout={
+            "template": _PLOT_TEMPLATE,
+            "height": max(180, 90 + 34 * len(numeric)),
+            "title": {"text": "evidence", "x": 0, "font": {"size": 12}},
+            "xaxis": {"title": {"text": "value"}},
+            "yaxis": {"type": "category", "autorange": "reversed"},
+        },
+    )
+    return str(figure.to_json())
+
+
+def _section(number: int, finding: Finding, lookup: _SeriesIndex) -> dict[str, Any]:
+    data = lookup.get(finding.entity, finding.metric)
+    plot: str | None
+    if data is not None:
+        plot, plot_kind = _line_figure(finding, data), "series"
+        shown = len(data.x)
+        note = f"{data.points:,} points" + (f", {shown:,} drawn" if shown < data.points else "")
+    else:
+        plot, plot_kind = _bar_figure(finding), "evidence"
+        note = "no series for this entity and metric; numeric evidence shown instead"
+    return {
+        "number": number,
+        "anchor": f"finding-{number}",
+        "kind": finding.kind.value,
+        "entity": finding.entity,
+        "metric": finding.metric,
+        "start": format_time(finding.start),
+        "end": format_time(finding.end),
+        "severity": finding.severity.name.lower(),
+        "explanation": finding.explanation,
+        "detector": finding.detector,
+        "evidence": [
+            {"name": e.name, "value": format_value(e.value), "unit": e.unit}
+            for e in finding.evidence
+        ],
+        "figure": None
+        if plot is None
+        else {
+            "id": f"figure-{number}",
+            "target": f"plot-{number}",
+            "kind": plot_kind,
+            "json": script_json(plot),
+        },
+        "plot_note": note,
+    }
+
+
+def _timestamp(value: pd.Timestamp | None) -> str:
+    if value is None or pd.isna(value):
+        return "—"
+    stamp = pd.Timestamp(value)
+    if stamp.tzinfo is None:
+        stamp = stamp.tz_localize("UTC")
+    # floor first: to_pydatetime warns when it drops nanoseconds
+    return format_time(stamp.floor("s").to_pydatetime())
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    days, rest = divmod(whole, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{days}d"] if days else []
+    parts += [f"{hours}h"] if hours else []
+    parts += [f"{minutes}m"] if minutes else []
+    parts += [f"{secs}s"] if secs or not parts else []
+    return " ".join(parts)
+
+
+_GAPS_SHOWN = 5
+
+
+def _coverage_row(cov: Coverage) -> dict[str, Any]:
+    return {
+        "source": cov.source,
+        "contract": cov.contract,
+        "rows": f"{cov.rows:,}",
+        "series": f"{cov.series:,}",
+        "start": _timestamp(cov.start),
+        "end": _timestamp(cov.end),
+        "dropped_duplicates": cov.dropped_duplicates,
+        "dropped_missing": cov.dropped_missing,
+        "sorted_rows": cov.sorted_rows,
+        "gaps": len(cov.gaps),
+        "first_gaps": [
+            {
+                "series": gap.series,
+                "start": _timestamp(gap.start),
+                "end": _timestamp(gap.end),
+                "length": _duration((gap.end - gap.start).total_seconds()),
+            }
+            for gap in cov.gaps[:_GAPS_SHOWN]
+        ],
+    }
