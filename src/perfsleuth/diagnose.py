@@ -9,17 +9,12 @@ from typing import Any
 import pandas as pd
 
 from perfsleuth.detectors.base import Detector
-from perfsleuth.findings import Finding
+from perfsleuth.findings import Finding, ordered
 from perfsleuth.registry import create
 
-__all__ = ["diagnose", "ordered"]
+__all__ = ["diagnose"]
 
 log = logging.getLogger(__name__)
-
-
-def ordered(findings: Iterable[Finding]) -> list[Finding]:
-    """Most severe first, then by start time, then by entity: the order people read them in."""
-    return sorted(findings, key=lambda f: (-f.severity, f.start, f.entity, f.metric, f.kind))
 
 
 def diagnose(

@@ -17,7 +17,16 @@ from typing import Any
 
 from perfsleuth.errors import DataError
 
-__all__ = ["Evidence", "EvidenceValue", "Finding", "Kind", "Severity", "read_jsonl", "write_jsonl"]
+__all__ = [
+    "Evidence",
+    "EvidenceValue",
+    "Finding",
+    "Kind",
+    "Severity",
+    "ordered",
+    "read_jsonl",
+    "write_jsonl",
+]
 
 EvidenceValue = float | int | str | bool
 
@@ -177,6 +186,17 @@ class Finding:
     @classmethod
     def from_json(cls, text: str) -> Finding:
         return cls.from_dict(json.loads(text))
+
+
+def ordered(findings: Iterable[Finding]) -> list[Finding]:
+    """Most severe first, then earliest start: the order people read findings in.
+
+    The rest of the key only makes the order total, so output is deterministic.
+    """
+    return sorted(
+        findings,
+        key=lambda f: (-f.severity, f.start, f.end, f.entity, f.metric, f.kind.value, f.detector),
+    )
 
 
 def write_jsonl(findings: Iterable[Finding]) -> str:

@@ -1,4 +1,4 @@
-"""Helpers shared by the HTML and console renderers: ordering, counting and formatting."""
+"""Helpers shared by the HTML and console renderers: counting and formatting."""
 
 from __future__ import annotations
 
@@ -8,18 +8,10 @@ from datetime import UTC, datetime
 
 from perfsleuth.findings import EvidenceValue, Finding, Severity
 
-__all__ = ["SEVERITY_ORDER", "format_time", "format_value", "ordered", "summary_counts"]
+__all__ = ["SEVERITY_ORDER", "format_time", "format_value", "summary_counts"]
 
 SEVERITY_ORDER: tuple[Severity, ...] = tuple(sorted(Severity, reverse=True))
 """Severities from most to least severe."""
-
-
-def ordered(findings: Iterable[Finding]) -> list[Finding]:
-    """Most severe first, then earliest start; the rest of the key only makes the order total."""
-    return sorted(
-        findings,
-        key=lambda f: (-f.severity, f.start, f.end, f.entity, f.metric, f.kind.value, f.detector),
-    )
 
 
 def summary_counts(findings: Iterable[Finding]) -> dict[str, int]:

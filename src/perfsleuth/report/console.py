@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from rich.table import Table
 from rich.text import Text
 
-from perfsleuth.findings import Finding, Severity
-from perfsleuth.report._common import format_time, ordered, summary_counts
+from perfsleuth.findings import Finding, Severity, ordered
+from perfsleuth.report._common import format_time, summary_counts
 
 __all__ = ["SEVERITY_STYLES", "findings_table", "summary_counts"]
 

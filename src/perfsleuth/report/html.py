@@ -26,13 +26,12 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from perfsleuth.errors import DataError
-from perfsleuth.findings import EvidenceValue, Finding, Kind, Severity
+from perfsleuth.findings import EvidenceValue, Finding, Kind, Severity, ordered
 from perfsleuth.frames import Coverage
 from perfsleuth.report._common import (
     SEVERITY_ORDER,
     format_time,
     format_value,
-    ordered,
     summary_counts,
 )
 
