@@ -6,6 +6,8 @@ set -euo pipefail
 # package -> a file it installs (to tell whether it is there already)
 declare -A PACKAGES=(
   [chromium]=/usr/bin/chromium
+  [postgresql-15]=/usr/lib/postgresql/15/bin/pgbench
+  [postgresql-client-15]=/usr/lib/postgresql/15/bin/psql
 )
 
 missing=()

@@ -26,7 +26,14 @@ def _metric_sample() -> pd.DataFrame:
     return demo_frames(seed=7)["metric"]
 
 
-SAMPLES: dict[str, Callable[[], pd.DataFrame]] = {"metric": _metric_sample}
+def _workload_sample() -> pd.DataFrame:
+    return demo_frames(seed=7)["workload"]
+
+
+SAMPLES: dict[str, Callable[[], pd.DataFrame]] = {
+    "metric": _metric_sample,
+    "workload": _workload_sample,
+}
 
 DETECTORS = names()
 

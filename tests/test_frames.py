@@ -25,6 +25,21 @@ BAD_CSV = [
         r"bad\.csv:3: malformed row: Expected 4 fields",
     ),
     (
+        "extra field in the first row",
+        HEADER + "2024-01-01T00:00:00Z,web,rt,6,9\n" + ROW2,
+        r"bad\.csv:2: malformed row: Expected 4 fields in line 2, saw 5",
+    ),
+    (
+        "short row",
+        HEADER + ROW1 + "2024-01-01T00:01:00Z,web,rt\n",
+        r"bad\.csv:3: malformed row: expected 4 fields, saw 3",
+    ),
+    (
+        "repeated header",
+        "time,entity,metric,value,value\n2024-01-01T00:00:00Z,web,rt,5,1\n",
+        r"bad\.csv:1: header repeats column\(s\) \['value'\]",
+    ),
+    (
         "missing column",
         "time,entity,value\n2024-01-01T00:00:00Z,web,5\n",
         r"bad\.csv: metric frame is missing column\(s\) 'metric'",
@@ -251,3 +266,15 @@ def test_parquet_errors_name_the_row(tmp_path: Path) -> None:
     ).to_parquet(path)
     with pytest.raises(DataError, match=r"m\.parquet: column 'value': value out of range.*row 1"):
         read_frame(path, "metric")
+
+
+def test_normalised_frames_write_to_parquet_with_their_coverage(tmp_path: Path) -> None:
+    frame = normalise(
+        pd.DataFrame({"time": [0, 60, 120, 900], "entity": "a", "metric": "m", "value": 1.0}),
+        "metric",
+    )
+    frame.to_parquet(tmp_path / "f.parquet")
+    again = pd.read_parquet(tmp_path / "f.parquet")
+    assert coverage_of(again) == coverage_of(frame)
+    coverage = coverage_of(again)
+    assert coverage is not None and len(coverage.gaps) == 1

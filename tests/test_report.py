@@ -24,7 +24,7 @@ from plotly.offline import get_plotlyjs
 
 from perfsleuth.errors import DataError
 from perfsleuth.findings import Evidence, Finding, Kind, Severity, read_jsonl
-from perfsleuth.frames import Coverage, Gap, normalise
+from perfsleuth.frames import Coverage, Gap, coverage_of, normalise
 from perfsleuth.report import findings_table, render_findings, render_html, write_html
 from perfsleuth.report.console import summary_counts
 from perfsleuth.report.html import downsample_indices, script_json
@@ -354,7 +354,7 @@ def test_summary_order_counts_and_coverage() -> None:
     raw = metric_frame(60)
     raw = pd.concat([raw.iloc[:20], raw.iloc[40:]])  # a 20 s hole
     frame = normalise(raw, "metric", source="latency.csv")
-    page = render_html(found, coverage=[frame.attrs["coverage"]], generated=T0)
+    page = render_html(found, coverage=[coverage_of(frame)], generated=T0)
     assert page.index("crit") < page.index("early-info") < page.index("late-info")
     assert "3 findings:" in page
     assert '<span class="badge sev-critical">1 critical</span>' in page

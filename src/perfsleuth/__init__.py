@@ -14,6 +14,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "find_change_points": "perfsleuth.stats.changepoint",
     "ChangePoints": "perfsleuth.stats.changepoint",
+    "fit_mix_model": "perfsleuth.stats.mixmodel",
+    "MixFit": "perfsleuth.stats.mixmodel",
     "diagnose": "perfsleuth.diagnose",
     "Finding": "perfsleuth.findings",
     "Evidence": "perfsleuth.findings",
@@ -30,11 +32,13 @@ __all__ = [
     "Evidence",
     "Finding",
     "Kind",
+    "MixFit",
     "PerfsleuthError",
     "Severity",
     "Store",
     "diagnose",
     "find_change_points",
+    "fit_mix_model",
     "normalise",
     "read_frame",
 ]
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
     from perfsleuth.frames import normalise
     from perfsleuth.sources.files import read_frame
     from perfsleuth.stats.changepoint import ChangePoints, find_change_points
+    from perfsleuth.stats.mixmodel import MixFit, fit_mix_model
     from perfsleuth.store import Store
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from perfsleuth.datasets import simulate_mm1
+from perfsleuth.datasets import simulate_mm1, transaction_scenario
 from perfsleuth.diagnose import diagnose
 from perfsleuth.findings import Finding, write_jsonl
 from perfsleuth.frames import Coverage, coverage_of, normalise
@@ -39,7 +39,10 @@ def demo_frames(seed: int = 7) -> dict[str, pd.DataFrame]:
     * ``checkout``: M/M/1, arrival rate up 60% at customer 1,500 of 3,000 (ρ .5 → .8);
     * ``search``: M/M/1, mean service time up 50% at customer 2,000 of 4,000 (ρ .3 → .45),
       the signature of a slower release;
-    * ``inventory``: M/M/1 at ρ .6 with no change (a control: nothing should be reported).
+    * ``inventory``: M/M/1 at ρ .6 with no change (a control: nothing should be reported);
+    * ``workload``: three days of a 7-type web shop in 5-minute windows: a bottleneck (day 1
+      10:00–10:30), a stuck connection pool (day 2 14:00–14:40), aborted transactions (day 3
+      09:00–09:20), and a workload shift on day 2 that must not be flagged.
     """
     runs = [
         (
@@ -67,7 +70,10 @@ def demo_frames(seed: int = 7) -> dict[str, pd.DataFrame]:
         ("inventory", simulate_mm1(3000, arrival_rate=30.0, service_time=0.020, seed=seed + 2)),
     ]
     metric = pd.concat([run.to_metric_frame(entity=name, start=START) for name, run in runs])
-    return {"metric": normalise(metric, "metric", source="demo:mm1")}
+    return {
+        "metric": normalise(metric, "metric", source="demo:mm1"),
+        "workload": transaction_scenario(seed).frame,
+    }
 
 
 def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> DemoResult:

@@ -12,7 +12,7 @@ one that honours it:
   unless ``duplicates="first"``;
 * a ``unit`` column (metric and counter frames) is converted to base units (s, bytes, fraction);
 * the result is sorted by series then time, with a fresh index, and carries a :class:`Coverage`
-  in ``frame.attrs["coverage"]`` (rows, series, gaps, what was dropped).
+  in ``frame.attrs["coverage"]`` as plain JSON (read it back with :func:`coverage_of`).
 
 Errors name the source, the line (when the frame came from a text file) and the column.
 """
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -137,6 +137,23 @@ class Coverage:
     sorted_rows: int = 0
     gaps: tuple[Gap, ...] = field(default=())
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values: frames carry this in ``attrs``, which Parquet writes as JSON."""
+        data = asdict(self)
+        data["start"], data["end"] = _iso(self.start), _iso(self.end)
+        data["gaps"] = [[g.series, _iso(g.start), _iso(g.end)] for g in self.gaps]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Coverage:
+        times = {k: None if data[k] is None else pd.Timestamp(data[k]) for k in ("start", "end")}
+        gaps = tuple(Gap(s, pd.Timestamp(a), pd.Timestamp(b)) for s, a, b in data["gaps"])
+        return cls(**{**data, **times, "gaps": gaps})
+
+
+def _iso(value: pd.Timestamp | None) -> str | None:
+    return None if value is None else value.isoformat()
+
 
 def workload_types(frame: pd.DataFrame) -> list[str]:
     """Transaction types of a workload frame, in column order (from its ``n[<type>]`` columns)."""
@@ -145,8 +162,8 @@ def workload_types(frame: pd.DataFrame) -> list[str]:
 
 def coverage_of(frame: pd.DataFrame) -> Coverage | None:
     """The :class:`Coverage` that :func:`normalise` attached, if any."""
-    cov = frame.attrs.get("coverage")
-    return cov if isinstance(cov, Coverage) else None
+    data = frame.attrs.get("coverage")
+    return Coverage.from_dict(data) if isinstance(data, dict) else None
 
 
 class _Where:
@@ -269,7 +286,7 @@ def normalise(
         dropped_missing=dropped_missing,
         sorted_rows=sorted_rows,
         gaps=gaps,
-    )
+    ).to_dict()
     return out
 
 

@@ -15,6 +15,7 @@ __all__ = ["DETECTORS", "create", "detector_class", "names"]
 
 DETECTORS: dict[str, str] = {
     "changepoint": "perfsleuth.detectors.changepoint:ChangePointDetector",
+    "workload_mix": "perfsleuth.detectors.workload:MixAnomalyDetector",
 }
 
 

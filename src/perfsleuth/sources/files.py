@@ -18,42 +18,50 @@ import pandas as pd
 from perfsleuth.errors import DataError, SourceError, located
 from perfsleuth.frames import Contract, Locate, normalise
 
-__all__ = ["read_frame", "read_table"]
+__all__ = ["CsvRecords", "read_frame", "read_table"]
 
 _PANDAS_LINE = re.compile(r"line (\d+)")
 
 
-def read_table(path: str | Path, *, columns: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Read a CSV or Parquet file as raw strings/values, without validating it.
+def read_table(
+    path: str | Path, *, columns: Mapping[str, str] | None = None
+) -> tuple[pd.DataFrame, Locate | None]:
+    """Read a CSV or Parquet file without validating its values.
 
-    ``columns`` renames source columns to contract names (``{"ts": "time"}``).
-    Raises :class:`SourceError` when the file cannot be read and :class:`DataError` when it is
-    empty or a CSV row has the wrong number of fields.
+    Returns the rows (CSV: every field a string, blank lines dropped) and a map from row
+    position to line number in the file (``None`` for Parquet, whose errors name the row).
+    ``columns`` renames source columns to contract names (``{"ts": "time"}``). Raises
+    :class:`SourceError` when the file cannot be read and :class:`DataError` when it is empty,
+    a CSV row has the wrong number of fields, or a header repeats a name.
     """
     path = Path(path)
     if not path.is_file():
         raise SourceError(f"{path}: no such file")
-    suffix = path.suffix.lower()
-    if suffix in {".parquet", ".pq"}:
+    locate: Locate | None = None
+    if path.suffix.lower() in {".parquet", ".pq"}:
         try:
             table = pd.read_parquet(path)
         except (OSError, ValueError) as exc:
             raise DataError(f"{path}: not a readable Parquet file: {exc}") from exc
     else:
-        table = _read_csv(path)
+        table, locate = _read_csv(path)
     if columns:
         table = table.rename(columns=dict(columns))
     if table.empty:
         raise DataError(f"{path}: no data rows")
-    return table
+    return table, locate
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
+def _read_csv(path: Path) -> tuple[pd.DataFrame, Locate]:
+    empty = f"{path}: empty file (expected a header line and data rows)"
     if path.stat().st_size == 0:
-        raise DataError(f"{path}: empty file (expected a header line and data rows)")
+        raise DataError(empty)
     try:
-        return pd.read_csv(
+        # header=None: the header line sets the field count, so pandas reports every longer
+        # row with its line (with a header it would silently turn one extra field into an index).
+        raw = pd.read_csv(
             path,
+            header=None,
             dtype=str,
             keep_default_na=False,
             skip_blank_lines=False,
@@ -61,7 +69,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
             encoding="utf-8",
         )
     except pd.errors.EmptyDataError:
-        raise DataError(f"{path}: empty file (expected a header line and data rows)") from None
+        raise DataError(empty) from None
     except pd.errors.ParserError as exc:
         match = _PANDAS_LINE.search(str(exc))
         line = int(match.group(1)) if match else None
@@ -70,31 +78,60 @@ def _read_csv(path: Path) -> pd.DataFrame:
         ) from None
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: not UTF-8 text at byte {exc.start}") from None
+    header = [str(name).strip() for name in raw.iloc[0]]
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise DataError(located(f"header repeats column(s) {repeated}", source=str(path), line=1))
+    records = CsvRecords(path)
+    table = raw.iloc[1:].reset_index(drop=True)
+    table.columns = pd.Index(header)
+    blank = (table == "").all(axis=1).to_numpy()
+    # pandas pads short rows with "" silently; only rows ending in "" can be short.
+    for pos in np.flatnonzero((table.iloc[:, -1] == "").to_numpy() & ~blank):
+        line, fields = records.record(int(pos) + 1)
+        if fields < len(header):
+            raise DataError(
+                located(
+                    f"malformed row: expected {len(header)} fields, saw {fields}",
+                    source=str(path),
+                    line=line,
+                )
+            )
+    kept = np.flatnonzero(~blank)
+    table = table.iloc[kept].reset_index(drop=True)
+
+    def locate(pos: int) -> int | None:
+        return records.record(int(kept[pos]) + 1)[0] if 0 <= pos < len(kept) else None
+
+    return table, locate
 
 
 def _short(message: str) -> str:
     return message.replace("Error tokenizing data. C error: ", "").strip()
 
 
-class _LineIndex:
-    """Row position -> first line of that record, computed on first use (errors only)."""
+class CsvRecords:
+    """Where each CSV record starts and how many fields it has, read on first use.
+
+    Records (not lines) because a quoted field may span lines. Record 0 is the header. Only
+    error paths need this, so the fast path never pays for a second read of the file.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lines: list[int] | None = None
+        self._records: list[tuple[int, int]] | None = None
 
-    def __call__(self, pos: int) -> int | None:
-        if self._lines is None:
+    def record(self, number: int) -> tuple[int, int]:
+        """``(first line, field count)`` of record ``number`` (0 = header)."""
+        if self._records is None:
             with self.path.open(newline="", encoding="utf-8") as handle:
                 reader = csv.reader(handle)
-                lines: list[int] = []
-                start = 1
-                for number, _ in enumerate(reader):
-                    if number > 0:  # the header is not a data row
-                        lines.append(start)
+                records, start = [], 1
+                for fields in reader:
+                    records.append((start, len(fields)))
                     start = reader.line_num + 1
-            self._lines = lines
-        return self._lines[pos] if 0 <= pos < len(self._lines) else None
+            self._records = records
+        return self._records[number]
 
 
 def read_frame(
@@ -110,26 +147,11 @@ def read_frame(
 
     Errors name the file, the line (CSV) or row (Parquet), and the column.
     """
-    path = Path(path)
-    table = read_table(path, columns=columns)
-    locate: Locate | None = None  # row position -> line in the file
-    if path.suffix.lower() not in {".parquet", ".pq"}:
-        # pandas keeps blank lines as all-empty rows (skip_blank_lines=False) so row positions
-        # match records in the file; drop them now, remembering where each kept row came from.
-        blank = (table == "").all(axis=1).to_numpy()
-        if blank.all():
-            raise DataError(f"{path}: no data rows")
-        kept = np.flatnonzero(~blank)
-        table = table.iloc[kept].reset_index(drop=True)
-        lines = _LineIndex(path)
-
-        def locate(pos: int) -> int | None:
-            return lines(int(kept[pos])) if 0 <= pos < len(kept) else None
-
+    table, locate = read_table(path, columns=columns)
     return normalise(
         table,
         contract,
-        source=str(path),
+        source=str(Path(path)),
         locate=locate,
         missing=missing,
         disorder=disorder,
