@@ -28,14 +28,25 @@ def main() -> None:
     for k in range(findings_count):
         entity = f"svc-{k}"
         values = rng.gamma(2.0, 0.01, n) * np.where(np.arange(n) < n // 2, 1.0, 1.5)
-        frames.append(pd.DataFrame({"time": times, "entity": entity, "metric": "rt",
-                                    "value": values, "unit": "s"}))
+        frames.append(
+            pd.DataFrame(
+                {"time": times, "entity": entity, "metric": "rt", "value": values, "unit": "s"}
+            )
+        )
         at = times[n // 2].to_pydatetime()
-        findings.append(Finding(
-            kind=Kind.CHANGE_POINT, entity=entity, metric="rt", start=at, end=at,
-            severity=Severity.WARNING, explanation="mean rose by 50%",
-            evidence=(Evidence("index", n // 2),), detector="bench",
-        ))
+        findings.append(
+            Finding(
+                kind=Kind.CHANGE_POINT,
+                entity=entity,
+                metric="rt",
+                start=at,
+                end=at,
+                severity=Severity.WARNING,
+                explanation="mean rose by 50%",
+                evidence=(Evidence("index", n // 2),),
+                detector="bench",
+            )
+        )
     series = pd.concat(frames, ignore_index=True)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "report.html"
@@ -44,9 +55,11 @@ def main() -> None:
         write_html(path, findings, series=series)
         elapsed = time.perf_counter() - began
         size = path.stat().st_size
-    print(f"report, {findings_count} findings × {n:,}-point series: {elapsed:.3f} s "
-          f"(target ≤ {TARGET_S} s for one; {elapsed / findings_count:.3f} s per finding), "
-          f"{size / 1e6:.1f} MB")
+    print(
+        f"report, {findings_count} findings × {n:,}-point series: {elapsed:.3f} s "
+        f"(target ≤ {TARGET_S} s for one; {elapsed / findings_count:.3f} s per finding), "
+        f"{size / 1e6:.1f} MB"
+    )
 
 
 if __name__ == "__main__":

@@ -71,3 +71,15 @@ def test_bad_parameters(kwargs: dict[str, float]) -> None:
     params: dict[str, float] = {"n": 10, "arrival_rate": 0.5, "service_time": 1.0, **kwargs}
     with pytest.raises(ConfigError):
         simulate_mm1(**params)  # type: ignore[arg-type]
+
+
+def test_interval_means() -> None:
+    run = simulate_mm1(2000, arrival_rate=5.0, service_time=0.1, seed=4)
+    frame = run.to_metric_frame(interval_s=10.0)
+    rt = frame[frame["metric"] == "response_time"]
+    first = run.arrival < 10.0
+    assert rt["value"].iloc[0] == pytest.approx(run.response[first].mean())
+    steps = rt["time"].diff().dropna().dt.total_seconds()
+    assert (steps % 10 == 0).all()
+    with pytest.raises(ConfigError):
+        run.to_metric_frame(interval_s=0)

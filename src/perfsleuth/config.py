@@ -55,7 +55,7 @@ def parse_duration(value: object) -> timedelta:
 
 
 def format_duration(value: timedelta) -> str:
-    """The shortest ``parse_duration`` spelling of ``value`` (``timedelta(minutes=90)`` → ``"90m"``)."""
+    """The shortest ``parse_duration`` spelling: ``timedelta(minutes=90)`` → ``"90m"``."""
     seconds = value.total_seconds()
     for unit in ("w", "d", "h", "m", "s"):
         count = seconds / _UNIT_SECONDS[unit]

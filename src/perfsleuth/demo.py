@@ -36,6 +36,8 @@ class DemoResult:
 def demo_frames(seed: int = 7) -> dict[str, pd.DataFrame]:
     """Seeded frames for every contract a detector family reads, with known changes.
 
+    The M/M/1 services are reported as 2-second means, as a monitoring agent would:
+
     * ``checkout``: M/M/1, arrival rate up 60% at customer 1,500 of 3,000 (ρ .5 → .8);
     * ``search``: M/M/1, mean service time up 50% at customer 2,000 of 4,000 (ρ .3 → .45),
       the signature of a slower release;
@@ -69,7 +71,9 @@ def demo_frames(seed: int = 7) -> dict[str, pd.DataFrame]:
         ),
         ("inventory", simulate_mm1(3000, arrival_rate=30.0, service_time=0.020, seed=seed + 2)),
     ]
-    metric = pd.concat([run.to_metric_frame(entity=name, start=START) for name, run in runs])
+    metric = pd.concat(
+        [run.to_metric_frame(entity=name, start=START, interval_s=2.0) for name, run in runs]
+    )
     return {
         "metric": normalise(metric, "metric", source="demo:mm1"),
         "workload": transaction_scenario(seed).frame,

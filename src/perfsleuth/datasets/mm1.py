@@ -43,18 +43,37 @@ class MM1Run:
     rho_after: float
 
     def to_metric_frame(
-        self, *, entity: str = "mm1", start: datetime | None = None
+        self,
+        *,
+        entity: str = "mm1",
+        start: datetime | None = None,
+        interval_s: float | None = None,
     ) -> pd.DataFrame:
-        """A metric frame: ``response_time`` (s) and ``queue_length`` at each arrival."""
+        """A metric frame of ``response_time`` (s) and ``queue_length``.
+
+        With ``interval_s`` None, one row per customer at its arrival; otherwise the mean of
+        each metric over the customers arriving in each ``interval_s``-second interval (rows
+        at interval starts; intervals with no arrival are absent), as a monitoring agent
+        reports them.
+        """
         origin = pd.Timestamp(start or datetime(2024, 1, 1, tzinfo=UTC))
-        times = origin + pd.to_timedelta(np.round(self.arrival * 1e6).astype("int64"), unit="us")
-        n = len(self.arrival)
+        seconds, response, queue = self.arrival, self.response, self.queue_length.astype(float)
+        if interval_s is not None:
+            if not interval_s > 0:
+                raise ConfigError(f"interval_s must be positive, got {interval_s}")
+            bucket = np.floor(self.arrival / interval_s).astype(np.int64)
+            buckets, first, counts = np.unique(bucket, return_index=True, return_counts=True)
+            seconds = buckets * interval_s
+            response = np.add.reduceat(response, first) / counts
+            queue = np.add.reduceat(queue, first) / counts
+        times = origin + pd.to_timedelta(np.round(seconds * 1e6).astype("int64"), unit="us")
+        n = len(seconds)
         return pd.DataFrame(
             {
                 "time": np.concatenate([times, times]),
                 "entity": entity,
                 "metric": np.repeat(["response_time", "queue_length"], n),
-                "value": np.concatenate([self.response, self.queue_length.astype(float)]),
+                "value": np.concatenate([response, queue]),
                 "unit": np.repeat(["s", "count"], n),
             }
         )
