@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -182,6 +182,138 @@ def detect(
             findings,
             series=frame if contract is Contract.metric else None,
             coverage=coverage,
+        )
+        _note(f"report: {report}")
+    _emit(ctx, findings)
+
+
+class WorkloadSource(StrEnum):
+    weblog = "weblog"
+    pgbench = "pgbench"
+    table = "table"
+    aggregated = "aggregated"
+
+
+def _mapping(pairs: str | None, option: str) -> dict[str, str] | None:
+    """``"ts=time,kind=type"`` → ``{"ts": "time", "kind": "type"}``."""
+    if not pairs:
+        return None
+    from perfsleuth.errors import ConfigError
+
+    mapping = {}
+    for pair in pairs.split(","):
+        source, sep, target = pair.partition("=")
+        if not sep or not source.strip() or not target.strip():
+            raise ConfigError(f"{option}: expected source=target pairs, got {pair!r}")
+        mapping[source.strip()] = target.strip()
+    return mapping
+
+
+@app.command()
+def workload(
+    ctx: typer.Context,
+    files: Annotated[list[Path], typer.Argument(help="Log files (or a pgbench log folder).")],
+    source: Annotated[WorkloadSource, typer.Option(help="What the files are.")],
+    window: Annotated[str, typer.Option(help="Window width, e.g. 30s, 5m, 1h.")] = "5m",
+    strict: Annotated[bool, typer.Option(help="Fail on the first bad line.")] = False,
+    rules: Annotated[
+        Path | None, typer.Option(help="weblog: TOML [[rule]] method + path → type.")
+    ] = None,
+    scripts: Annotated[
+        str | None, typer.Option(help="pgbench: script names in -f order, comma-separated.")
+    ] = None,
+    columns: Annotated[
+        str | None, typer.Option(help="table/aggregated: renames, e.g. ts=time,kind=type.")
+    ] = None,
+    unit: Annotated[
+        str | None,
+        typer.Option(help="Latency unit: weblog auto|s|ms|us (default auto); tables s, ms, us."),
+    ] = None,
+    entity: Annotated[str, typer.Option(help="Name of the service in findings.")] = "service",
+    online: Annotated[
+        bool, typer.Option(help="Replay window by window as if live (refit on --history).")
+    ] = False,
+    history: Annotated[str, typer.Option(help="Online: trailing history to fit on.")] = "7d",
+    store: Annotated[
+        Path | None, typer.Option("--store", help="Also keep the frame and findings here.")
+    ] = None,
+    report: Annotated[Path | None, typer.Option(help="Write an HTML report here.")] = None,
+    save: Annotated[Path | None, typer.Option(help="Save the workload frame (Parquet).")] = None,
+) -> None:
+    """Explain response time by the transaction mix (Kelly); flag windows it cannot explain."""
+    from perfsleuth.config import parse_duration
+    from perfsleuth.detectors.workload import MixAnomalyDetector
+    from perfsleuth.errors import ConfigError
+    from perfsleuth.frames import coverage_of
+    from perfsleuth.sources import pgbench, transactions, weblog
+
+    try:
+        width = parse_duration(window)
+    except ValueError as exc:
+        raise ConfigError(f"--window: {exc}") from None
+    renames = _mapping(columns, "--columns")
+    if source is WorkloadSource.aggregated:
+        frame = transactions.read_aggregated(
+            files[0], columns=renames, window=width, unit=unit or "s"
+        )
+    else:
+        if source is WorkloadSource.weblog:
+            units: dict[str, Literal["auto", "s", "ms", "us"]] = {
+                "auto": "auto",
+                "s": "s",
+                "ms": "ms",
+                "us": "us",
+            }
+            latency_unit = units.get(unit or "auto")
+            if latency_unit is None:
+                raise ConfigError(f"--unit: weblog takes auto, s, ms or us, got {unit!r}")
+            tx = weblog.read_weblog(
+                files,
+                rules=weblog.load_rules(rules) if rules else None,
+                latency_unit=latency_unit,
+                strict=strict,  # type: ignore[arg-type]
+            )
+        elif source is WorkloadSource.pgbench:
+            names = [n.strip() for n in scripts.split(",")] if scripts else None
+            paths = files[0] if len(files) == 1 else files
+            tx = pgbench.read_pgbench(paths, scripts=names, strict=strict)
+        else:
+            if len(files) != 1:
+                raise ConfigError("--source table reads one file at a time")
+            tx = transactions.read_transactions(
+                files[0], columns=renames, unit=unit or "s", strict=strict
+            )
+        _note(tx.summary())
+        frame = tx.workload(width)
+    if save is not None:
+        frame.to_parquet(save)
+        _note(f"workload frame: {save}")
+    detector = MixAnomalyDetector(entity=entity)
+    if online:
+        findings = []
+        for event in detector.judge_online(frame, history=history):
+            _note(f"{event.time:%Y-%m-%d %H:%M} UTC  {event.state:<7}  {event.finding.explanation}")
+            if event.state != "opened":
+                findings.append(event.finding)
+    else:
+        findings = detector.detect(frame)
+    if store is not None:
+        from perfsleuth.store import Store
+
+        with Store(store) as db:
+            run_id = db.begin_run("perfsleuth workload")
+            db.write_frame(frame, "workload", source=entity)
+            db.write_findings(findings, run_id=run_id)
+            db.finish_run(run_id, status="ok", n_findings=len(findings))
+    if report is not None:
+        from perfsleuth.report import write_html
+
+        coverage = coverage_of(frame)
+        write_html(
+            report,
+            findings,
+            coverage=() if coverage is None else (coverage,),
+            title=f"perfsleuth workload: {entity}",
         )
         _note(f"report: {report}")
     _emit(ctx, findings)
