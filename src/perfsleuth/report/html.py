@@ -4,6 +4,12 @@ plotly.js is inlined once in the head; each figure travels as JSON in a
 ``<script type="application/json">`` block and one small inline script draws them all. The page
 shows a red banner when anything fails to render and records the number of figures drawn in
 ``<body data-plots="...">`` so a headless browser can check it.
+
+Besides findings, a page can carry **sections**: one per detector family that has more to show
+than its findings (the workload model's fit, for instance). A :class:`Section` is plain data —
+title, text, an optional HTML fragment our own code escaped, plotly figures and small tables —
+so each family builds its own (``perfsleuth.report.workload.workload_section``) and the page
+renders them all the same way, after the findings.
 """
 
 from __future__ import annotations
@@ -12,12 +18,12 @@ import html
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -35,9 +41,14 @@ from perfsleuth.report._common import (
     summary_counts,
 )
 
+if TYPE_CHECKING:
+    from plotly.graph_objects import Figure
+
 __all__ = [
+    "Section",
     "SeriesLookup",
     "SeriesSource",
+    "Table",
     "downsample_indices",
     "render_html",
     "script_json",
@@ -85,11 +96,67 @@ _PLOT_TEMPLATE: dict[str, Any] = {
 }
 
 
+Cell: TypeAlias = str | int | float
+"""A table cell: text is shown as is (escaped); numbers are right-aligned, floats to 6 digits."""
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A small table for a :class:`Section`: column headings and rows of cells."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    caption: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(self.columns))
+        object.__setattr__(self, "rows", tuple(tuple(row) for row in self.rows))
+        for number, row in enumerate(self.rows, 1):
+            if len(row) != len(self.columns):
+                raise ValueError(
+                    f"table row {number} has {len(row)} cell(s) for {len(self.columns)} column(s)"
+                )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Section:
+    """A part of the report for one detector family, shown after the findings.
+
+    Parameters
+    ----------
+    title
+        The section's heading.
+    intro
+        A paragraph of plain text (escaped) under the heading.
+    fragment
+        HTML our own code produced with every data string escaped (e.g.
+        ``Markup(fit.summary().html)``). Only a :class:`markupsafe.Markup` is inserted as HTML;
+        a plain ``str`` is escaped like any other text.
+    figures
+        plotly figures (``plotly.graph_objects.Figure``), drawn in a two-column grid (an odd
+        last one takes the full width). Every data string in them must already be escaped for
+        plotly.js, which reads text as a small subset of HTML.
+    tables
+        Small tables shown beside the fragment.
+    """
+
+    title: str
+    intro: str = ""
+    fragment: Markup | str | None = None
+    figures: Sequence[Figure] = ()
+    tables: Sequence[Table] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "figures", tuple(self.figures))
+        object.__setattr__(self, "tables", tuple(self.tables))
+
+
 def render_html(
     findings: Iterable[Finding],
     *,
     series: SeriesSource = None,
     coverage: Iterable[Coverage] = (),
+    sections: Iterable[Section] = (),
     title: str = "perfsleuth report",
     generated: datetime | None = None,
     max_points: int = 5000,
@@ -107,13 +174,17 @@ def render_html(
         any other finding gets a bar chart of its numeric evidence.
     coverage
         What the data held (``perfsleuth.frames.coverage_of(frame)``), listed at the end.
+    sections
+        Detector-family sections (:class:`Section`), shown in order after the findings and
+        before the data coverage.
     title
         Page title and heading.
     generated
         When the report was made (timezone-aware); default now.
     max_points
         Longer series are downsampled to at most this many points, keeping each bucket's
-        minimum and maximum so spikes survive.
+        minimum and maximum so spikes survive. (Section figures come ready-made: their builders
+        downsample.)
     """
     if max_points < 2:
         raise ValueError(f"max_points must be at least 2, got {max_points}")
@@ -123,6 +194,7 @@ def render_html(
     items = ordered(findings)
     lookup = _SeriesIndex(series, max_points)
     sections = [_section(number, finding, lookup) for number, finding in enumerate(items, 1)]
+    families = [_family(number, part) for number, part in enumerate(sections_list(sections_), 1)]
     counts = summary_counts(items)
     context = {
         "title": title,
@@ -134,8 +206,10 @@ def render_html(
             if counts[s.name.lower()]
         ],
         "sections": sections,
+        "families": families,
         "coverage": [_coverage_row(c) for c in coverage],
-        "figures": sum(1 for s in sections if s["figure"] is not None),
+        "figures": sum(1 for s in sections if s["figure"] is not None)
+        + sum(len(f["figures"]) for f in families),
         "colours": {s.name.lower(): c for s, c in SEVERITY_COLOURS.items()},
         "plotlyjs": _plotlyjs(),
     }
