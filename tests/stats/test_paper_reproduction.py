@@ -1,0 +1,82 @@
+"""Berry & Hellerstein (1991) §4 on M/M/1 FCFS simulations, as fast seeded checks.
+
+Built on the functions of ``scripts/reproduce_berry_hellerstein.py`` (loaded from its file), so
+the tests and the report measure the same thing: response times (or queue lengths seen by
+arrivals) of successive customers, λ = 1, s = ρ, 60,000 customers of warm-up, a change of arrival
+rate at mid-series, the top-level test of FindChangePoints at α = .05. Everything is seeded, so
+each check is deterministic; the replicate counts below are chosen so that each assertion also
+holds with a margin of ≥ 2.5 binomial standard errors around the rates the full script measures.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "reproduce_berry_hellerstein.py"
+
+
+@pytest.fixture(scope="module")
+def bh() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("reproduce_berry_hellerstein", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_f_distribution_false_positives_far_above_alpha(bh: ModuleType) -> None:
+    # Paper (figure 5): with the F distribution, ≈ .95 false positives at N = 1000, ρ = .1.
+    # We measure .84 (100 reps). Anything above .5 is "far off" — ten times α.
+    rates = bh.false_positives(1000, 0.1, 100, methods=("f",), metrics=("response",))
+    assert rates["f", "response"].p > 0.5
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "FPA false-positive rate on M/M/1 response times is ~3x alpha: measured .135 (54/400) "
+        "at N=100, rho=.5; the script's table gives .13-.24 for rho in {.5,.8}, N in {100,1000}, "
+        "and the paper's Eq. 8 about the same. At rho=.1-.2 it is .05-.10. M/M/1 response "
+        "times are skewed and not AR(1) (slowly decaying autocorrelation), which the AR(1) "
+        "FPA calibration does not cover. See scripts/reproduce_berry_hellerstein.py output."
+    ),
+)
+def test_fpa_false_positive_rate_on_mm1_near_alpha(bh: ModuleType) -> None:
+    # 400 reps: under a true rate of .05 the binomial SE is .011, so [.017, .083] is ±3 SE
+    # (a correct detector fails this with probability ≈ .003). It also contains DESIGN's .03–.07.
+    rate = bh.false_positives(100, 0.5, 400, methods=("fpa",), metrics=("response",))
+    assert 0.017 <= rate["fpa", "response"].p <= 0.083
+
+
+def test_power_increases_with_delta_rho(bh: ModuleType) -> None:
+    # Figure 9: P(accept H0) falls as Δρ grows. N = 1000, ρ = .2; the script measures about
+    # .125, .247, .828 for Δρ = 0, .1, .3 (400 reps; SE ≤ .035 each at 200 reps).
+    powers = [
+        bh.power_and_accuracy(1000, 0.2, d, 200, metrics=("response",))[0]["response"].p
+        for d in (0.0, 0.1, 0.3)
+    ]
+    assert powers[0] < powers[1] < powers[2]
+    assert powers[2] - powers[0] > 0.4
+
+
+def test_queue_length_more_sensitive_than_response_time(bh: ModuleType) -> None:
+    # §4.4: for an arrival-rate change, queue lengths are more sensitive than response times.
+    # N = 1000, ρ = .2 → .3: .537 on queue lengths against .247 on response times (400 reps).
+    rates, _ = bh.power_and_accuracy(1000, 0.2, 0.1, 200)
+    assert rates["queue_length"].p > rates["response"].p + 0.1
+
+
+def test_candidate_accuracy_improves_with_delta_rho(bh: ModuleType) -> None:
+    # Figure 10: the optimal split lands nearer the true f = .5 for a larger Δρ (N = 1000, ρ = .2;
+    # the script measures P(|f̂ − f| ≤ .1) = .24 for Δρ = .1 against .60 for Δρ = .3).
+    near = []
+    for d in (0.1, 0.3):
+        _, fhat = bh.power_and_accuracy(1000, 0.2, d, 100, metrics=())
+        near.append(bh.accuracy_summary(fhat)["p_within_0.10"])
+    assert near[1] > near[0] + 0.15
