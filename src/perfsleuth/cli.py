@@ -306,13 +306,14 @@ def workload(
             db.write_findings(findings, run_id=run_id)
             db.finish_run(run_id, status="ok", n_findings=len(findings))
     if report is not None:
-        from perfsleuth.report import write_html
+        from perfsleuth.report import workload_section, write_html
 
         coverage = coverage_of(frame)
         write_html(
             report,
             findings,
             coverage=() if coverage is None else (coverage,),
+            sections=[workload_section(frame, detector=detector)],
             title=f"perfsleuth workload: {entity}",
         )
         _note(f"report: {report}")

@@ -7,6 +7,16 @@ from __future__ import annotations
 
 from perfsleuth.report.console import findings_table, summary_counts
 from perfsleuth.report.formats import render_findings
-from perfsleuth.report.html import render_html, write_html
+from perfsleuth.report.html import Section, Table, render_html, write_html
+from perfsleuth.report.workload import workload_section
 
-__all__ = ["findings_table", "render_findings", "render_html", "summary_counts", "write_html"]
+__all__ = [
+    "Section",
+    "Table",
+    "findings_table",
+    "render_findings",
+    "render_html",
+    "summary_counts",
+    "workload_section",
+    "write_html",
+]

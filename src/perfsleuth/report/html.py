@@ -191,10 +191,10 @@ def render_html(
     when = datetime.now(UTC) if generated is None else generated
     if when.tzinfo is None or when.utcoffset() is None:
         raise ValueError(f"generated must be timezone-aware, got naive {when.isoformat()}")
+    families = [_family(number, part) for number, part in enumerate(sections, 1)]
     items = ordered(findings)
     lookup = _SeriesIndex(series, max_points)
-    sections = [_section(number, finding, lookup) for number, finding in enumerate(items, 1)]
-    families = [_family(number, part) for number, part in enumerate(sections_list(sections_), 1)]
+    cards = [_section(number, finding, lookup) for number, finding in enumerate(items, 1)]
     counts = summary_counts(items)
     context = {
         "title": title,
@@ -205,10 +205,10 @@ def render_html(
             for s in SEVERITY_ORDER
             if counts[s.name.lower()]
         ],
-        "sections": sections,
+        "sections": cards,
         "families": families,
         "coverage": [_coverage_row(c) for c in coverage],
-        "figures": sum(1 for s in sections if s["figure"] is not None)
+        "figures": sum(1 for s in cards if s["figure"] is not None)
         + sum(len(f["figures"]) for f in families),
         "colours": {s.name.lower(): c for s, c in SEVERITY_COLOURS.items()},
         "plotlyjs": _plotlyjs(),
@@ -222,6 +222,7 @@ def write_html(
     *,
     series: SeriesSource = None,
     coverage: Iterable[Coverage] = (),
+    sections: Iterable[Section] = (),
     title: str = "perfsleuth report",
     generated: datetime | None = None,
     max_points: int = 5000,
@@ -235,6 +236,7 @@ def write_html(
         findings,
         series=series,
         coverage=coverage,
+        sections=sections,
         title=title,
         generated=generated,
         max_points=max_points,
@@ -557,6 +559,40 @@ def _section(number: int, finding: Finding, lookup: _SeriesIndex) -> dict[str, A
             "json": script_json(plot),
         },
         "plot_note": note,
+    }
+
+
+def _cell(value: Cell) -> dict[str, Any]:
+    if isinstance(value, str):
+        return {"text": value, "numeric": False}
+    return {"text": format_value(value), "numeric": True}
+
+
+def _family(number: int, part: Section) -> dict[str, Any]:
+    if not isinstance(part, Section):
+        raise TypeError(f"sections must hold Section objects, got {type(part).__name__}")
+    anchor = f"section-{number}"
+    return {
+        "anchor": anchor,
+        "title": part.title,
+        "intro": part.intro,
+        "fragment": part.fragment,
+        "tables": [
+            {
+                "caption": table.caption,
+                "columns": table.columns,
+                "rows": [[_cell(value) for value in row] for row in table.rows],
+            }
+            for table in part.tables
+        ],
+        "figures": [
+            {
+                "id": f"{anchor}-figure-{k}",
+                "target": f"{anchor}-plot-{k}",
+                "json": script_json(str(figure.to_json())),
+            }
+            for k, figure in enumerate(part.figures, 1)
+        ],
     }
 
 
