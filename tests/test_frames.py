@@ -278,3 +278,13 @@ def test_normalised_frames_write_to_parquet_with_their_coverage(tmp_path: Path) 
     assert coverage_of(again) == coverage_of(frame)
     coverage = coverage_of(again)
     assert coverage is not None and len(coverage.gaps) == 1
+
+
+def test_errors_name_the_source_column_after_renaming(
+    write_csv: Callable[[str, str], Path],
+) -> None:
+    path = write_csv("renamed.csv", "ts,host,m,v\n2024-01-01T00:00:00Z,web,rt,5\nnever,web,rt,6\n")
+    with pytest.raises(DataError, match=r"renamed\.csv:3: column 'ts': not a time"):
+        read_frame(
+            path, "metric", columns={"ts": "time", "host": "entity", "m": "metric", "v": "value"}
+        )

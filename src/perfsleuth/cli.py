@@ -187,6 +187,93 @@ def detect(
     _emit(ctx, findings)
 
 
+@app.command()
+def changepoints(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="CSV or Parquet with a time column.")],
+    column: Annotated[
+        list[str], typer.Option("--column", "-c", help="Value column to search (repeatable).")
+    ],
+    time_column: Annotated[str, typer.Option(help="Name of the time column.")] = "time",
+    entity: Annotated[
+        str | None, typer.Option(help="Entity name in findings (default: the file name).")
+    ] = None,
+    unit: Annotated[str, typer.Option(help="Unit of the columns, e.g. ms, s, %, bytes.")] = "",
+    alpha: Annotated[float, typer.Option(help="False-positive rate per series.")] = 0.05,
+    min_segment: Annotated[int, typer.Option(help="Fewest observations per segment.")] = 5,
+    method: Annotated[str, typer.Option(help="fpa (default), paper or f.")] = "fpa",
+    store: Annotated[
+        Path | None, typer.Option("--store", help="Also keep samples and findings here.")
+    ] = None,
+    report: Annotated[Path | None, typer.Option(help="Write an HTML report here.")] = None,
+) -> None:
+    """When did the mean of COLUMN change? (Berry & Hellerstein, FPA significance tests)"""
+    import pandas as pd
+
+    from perfsleuth.errors import DataError
+    from perfsleuth.frames import coverage_of, normalise
+    from perfsleuth.registry import create
+    from perfsleuth.sources.files import read_table
+
+    detector = create(
+        "changepoint",
+        {"alpha": alpha, "min_segment": min_segment, "method": method},
+        source="options",
+    )
+    table, locate = read_table(file)
+    absent = [c for c in (time_column, *column) if c not in table.columns]
+    if absent:
+        raise DataError(
+            f"{file}: no column(s) {', '.join(map(repr, absent))} "
+            f"(columns present: {', '.join(map(str, table.columns))})"
+        )
+    name = entity or file.stem
+    frame = pd.concat(
+        [
+            normalise(
+                pd.DataFrame(
+                    {
+                        "time": table[time_column],
+                        "entity": name,
+                        "metric": c,
+                        "value": table[c],
+                        "unit": unit,
+                    }
+                ),
+                "metric",
+                source=str(file),
+                locate=locate,
+                aliases={"time": time_column, "value": c},
+            )
+            for c in column
+        ],
+        ignore_index=True,
+    )
+    findings = detector.detect(frame)
+    if store is not None:
+        from perfsleuth.store import Store
+
+        with Store(store) as db:
+            run_id = db.begin_run(f"perfsleuth changepoints {file}")
+            db.write_frame(frame, "metric", source=str(file))
+            db.write_findings(findings, run_id=run_id)
+            db.finish_run(run_id, status="ok", n_findings=len(findings))
+    if report is not None:
+        from perfsleuth.report import changepoint_section, write_html
+
+        coverage = coverage_of(frame)
+        write_html(
+            report,
+            findings,
+            series=frame,
+            coverage=() if coverage is None else (coverage,),
+            sections=[changepoint_section(frame, detector=detector)],  # type: ignore[arg-type]
+            title=f"perfsleuth change points: {name}",
+        )
+        _note(f"report: {report}")
+    _emit(ctx, findings)
+
+
 class WorkloadSource(StrEnum):
     weblog = "weblog"
     pgbench = "pgbench"

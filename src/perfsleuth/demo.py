@@ -83,7 +83,7 @@ def demo_frames(seed: int = 7) -> dict[str, pd.DataFrame]:
 def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> DemoResult:
     """Simulate, store, detect, and write ``report.html`` and ``findings.jsonl`` to ``out_dir``."""
     from perfsleuth.registry import names
-    from perfsleuth.report import workload_section, write_html
+    from perfsleuth.report import changepoint_section, workload_section, write_html
 
     frames = demo_frames(seed)
     detectors = [create(name) for name in names()]
@@ -101,7 +101,7 @@ def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> DemoResult:
         findings,
         series=frames["metric"],
         coverage=coverage,
-        sections=[workload_section(frames["workload"])],
+        sections=[changepoint_section(frames["metric"]), workload_section(frames["workload"])],
         title="perfsleuth demo",
     )
     jsonl = out_dir / "findings.jsonl"

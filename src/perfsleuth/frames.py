@@ -20,7 +20,7 @@ Errors name the source, the line (when the frame came from a text file) and the 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -169,14 +169,19 @@ def coverage_of(frame: pd.DataFrame) -> Coverage | None:
 class _Where:
     """Turns a row position into 'file:line: column' for error messages."""
 
-    def __init__(self, source: str, locate: Locate | None) -> None:
+    def __init__(
+        self, source: str, locate: Locate | None, aliases: Mapping[str, str] | None = None
+    ) -> None:
         self.source = source
         self.locate = locate
+        self.aliases = dict(aliases or {})
 
     def error(self, message: str, pos: int | None = None, column: str | None = None) -> DataError:
         line = self.locate(pos) if (self.locate is not None and pos is not None) else None
         if line is None and pos is not None:
             message = f"{message} (row {pos})"
+        if column is not None:
+            column = self.aliases.get(column, column)
         return DataError(located(message, source=self.source, line=line, field=column))
 
 
@@ -190,6 +195,7 @@ def normalise(
     disorder: Literal["error", "sort"] = "error",
     duplicates: Literal["error", "first"] = "error",
     gap_factor: float = 2.0,
+    aliases: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """Validate ``frame`` against ``contract`` and return a normalised copy.
 
@@ -207,11 +213,14 @@ def normalise(
         What to do with missing values, times that go backwards within a series, and
         conflicting repeats of a (series, time) key. The defaults refuse: silently repairing
         monitoring data hides the problems people need to see.
+    aliases
+        Contract column → the name it has in the source, so errors name the user's column
+        (``{"time": "ts"}`` when the file's ``ts`` column was renamed to ``time``).
     gap_factor
         A step longer than ``gap_factor`` times the series' median step is reported as a gap.
     """
     spec = CONTRACTS[contract] if isinstance(contract, str) else contract
-    where = _Where(source, locate)
+    where = _Where(source, locate, aliases)
     if not isinstance(frame, pd.DataFrame):
         raise DataError(f"{source}: expected a pandas DataFrame, got {type(frame).__name__}")
     absent = [c for c in spec.required if c not in frame.columns]

@@ -153,6 +153,7 @@ def read_frame(
         contract,
         source=str(Path(path)),
         locate=locate,
+        aliases={target: source for source, target in (columns or {}).items()},
         missing=missing,
         disorder=disorder,
         duplicates=duplicates,

@@ -1,0 +1,78 @@
+"""``perfsleuth changepoints FILE --column C``: wide files in, change points out."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfsleuth.findings import read_jsonl
+from tests.test_cli import run
+
+
+def _wide(path: Path, *, bad: str | None = None) -> Path:
+    rng = np.random.default_rng(1)
+    lines = ["ts,latency_ms,cpu"]
+    for i in range(500):
+        latency = (20 if i < 300 else 32) + rng.normal(0, 3)
+        cpu = (0.4 if i < 200 else 0.55) + rng.normal(0, 0.03)
+        lines.append(f"{1714550400 + 60 * i},{latency:.2f},{cpu:.3f}")
+    if bad is not None:
+        lines[120] = f"{1714550400 + 60 * 119},{bad},0.4"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_change_points_per_column_with_report_and_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _wide(tmp_path / "host.csv")
+    code, out, err = run(
+        capsys,
+        "--format",
+        "jsonl",
+        "changepoints",
+        str(path),
+        "-c",
+        "latency_ms",
+        "-c",
+        "cpu",
+        "--time-column",
+        "ts",
+        "--unit",
+        "ms",
+        "--report",
+        str(tmp_path / "r.html"),
+        "--store",
+        str(tmp_path / "s.duckdb"),
+    )
+    assert code == 0, err
+    found = {(f.entity, f.metric): f.evidence_dict()["index"] for f in read_jsonl(out)}
+    assert found == {("host", "latency_ms"): 300, ("host", "cpu"): 200}
+    html = (tmp_path / "r.html").read_text()
+    assert "Change points: series, segments and means" in html
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (["--bad", "fast"], r"host\.csv:121: column 'latency_ms': not a number: 'fast'"),
+        (["--bad", ""], r"host\.csv:121: column 'latency_ms': missing value"),
+        (["-c", "nope"], r"no column\(s\) 'nope' \(columns present: ts, latency_ms, cpu\)"),
+        (["--method", "magic"], r"options: method"),
+        (["--alpha", "2"], r"options: alpha"),
+    ],
+)
+def test_bad_input_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], pattern: str
+) -> None:
+    bad = args[1] if args[0] == "--bad" else None
+    extra = [] if bad is not None else args
+    path = _wide(tmp_path / "host.csv", bad=bad)
+    code, out, err = run(
+        capsys, "changepoints", str(path), "-c", "latency_ms", "--time-column", "ts", *extra
+    )
+    assert code == 2 and out == ""
+    assert re.search(pattern, err), err

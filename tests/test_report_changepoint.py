@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perfsleuth.detectors.changepoint import ChangePointDetector
+from perfsleuth.report import changepoint_section, render_html
+
+HOSTILE = "<script>alert(1)</script>"
+
+
+def _frame() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    times = pd.date_range("2024-05-01", periods=400, freq="min", tz="UTC")
+    rows = []
+    for entity, shift in ((HOSTILE, 10.0), ("quiet", 0.0)):
+        values = rng.normal(50, 2, 400) + np.where(np.arange(400) >= 250, shift, 0.0)
+        rows.append(
+            pd.DataFrame(
+                {"time": times, "entity": entity, "metric": "rt", "value": values, "unit": "ms"}
+            )
+        )
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_section_plots_series_with_change_points_only() -> None:
+    section = changepoint_section(_frame())
+    assert len(section.figures) == 1  # the quiet series has none
+    figure = section.figures[0]
+    series, means = figure.data
+    assert series.name == "series" and means.name == "segment mean"
+    levels = [m for m in means.y if m is not None]
+    assert levels[0] < levels[-1]
+    assert len(section.tables[0].rows) == 1
+    assert "2 series searched" in section.intro
+
+
+def test_section_respects_detector_parameters_and_escapes_names() -> None:
+    strict = changepoint_section(_frame(), detector=ChangePointDetector(alpha=1e-12))
+    assert len(strict.figures) <= 1
+    html = render_html([], sections=[changepoint_section(_frame())])
+    assert HOSTILE not in html
+    assert 'data-plots-expected="1"' in html
