@@ -20,6 +20,8 @@ import typer
 from perfsleuth.errors import PerfsleuthError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from perfsleuth.findings import Finding
 
 __all__ = ["app", "main"]
@@ -111,6 +113,24 @@ def _emit(ctx: typer.Context, findings: Sequence[Finding], *, title: str | None 
             raise FindingsAtOrAbove
 
 
+def _keep(
+    store: Path,
+    command: str,
+    frame: pd.DataFrame,
+    contract: str,
+    source: str,
+    findings: Sequence[Finding],
+) -> None:
+    """Store the frame and the findings as one run of ``command``."""
+    from perfsleuth.store import Store
+
+    with Store(store) as db:
+        run_id = db.begin_run(command)
+        db.write_frame(frame, contract, source=source)
+        db.write_findings(findings, run_id=run_id)
+        db.finish_run(run_id, status="ok", n_findings=len(findings))
+
+
 def _note(message: str) -> None:
     """Human-oriented messages go to stderr so stdout stays machine-readable."""
     typer.echo(message, err=True)
@@ -166,13 +186,8 @@ def detect(
     chosen = detector or [n for n in names() if detector_class(n).contract == contract.value]
     findings = diagnose({contract.value: frame}, [create(name) for name in chosen])
     if store is not None:
-        from perfsleuth.store import Store
-
-        with Store(store) as db:
-            run_id = db.begin_run("perfsleuth detect " + " ".join(map(str, files)))
-            db.write_frame(frame, contract.value, source=", ".join(map(str, files)))
-            db.write_findings(findings, run_id=run_id)
-            db.finish_run(run_id, status="ok", n_findings=len(findings))
+        sources = ", ".join(map(str, files))
+        _keep(store, f"perfsleuth detect {sources}", frame, contract.value, sources, findings)
     if report is not None:
         from perfsleuth.report import write_html
 
@@ -251,13 +266,7 @@ def changepoints(
     )
     findings = detector.detect(frame)
     if store is not None:
-        from perfsleuth.store import Store
-
-        with Store(store) as db:
-            run_id = db.begin_run(f"perfsleuth changepoints {file}")
-            db.write_frame(frame, "metric", source=str(file))
-            db.write_findings(findings, run_id=run_id)
-            db.finish_run(run_id, status="ok", n_findings=len(findings))
+        _keep(store, f"perfsleuth changepoints {file}", frame, "metric", str(file), findings)
     if report is not None:
         from perfsleuth.report import changepoint_section, write_html
 
@@ -385,13 +394,7 @@ def workload(
     else:
         findings = detector.detect(frame)
     if store is not None:
-        from perfsleuth.store import Store
-
-        with Store(store) as db:
-            run_id = db.begin_run("perfsleuth workload")
-            db.write_frame(frame, "workload", source=entity)
-            db.write_findings(findings, run_id=run_id)
-            db.finish_run(run_id, status="ok", n_findings=len(findings))
+        _keep(store, "perfsleuth workload", frame, "workload", entity, findings)
     if report is not None:
         from perfsleuth.report import workload_section, write_html
 
