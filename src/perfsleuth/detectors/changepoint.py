@@ -53,6 +53,12 @@ class ChangePointDetector:
         Significance test: ``"fpa"`` (default), ``"paper"`` (the paper's α = .05 curve, every
         recursion level tested at α, as in the paper), ``"f"`` (F distribution; far too
         liberal, for comparison).
+    robust
+        Clip outliers and remove a detected cycle and a significant trend before searching
+        (:mod:`perfsleuth.stats.robust`); ``False`` searches the raw values, as the paper.
+    min_effect
+        Effect-size floor in noise standard deviations: smaller shifts are dropped, however
+        significant (long series make tiny shifts significant).
     min_relative_change
         Effect-size floor: change points whose mean moved by less than this fraction are not
         reported.
@@ -66,6 +72,8 @@ class ChangePointDetector:
     alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
     min_segment: int = Field(default=5, ge=1)
     method: Literal["fpa", "paper", "f"] = "fpa"
+    robust: bool = True
+    min_effect: float = Field(default=0.5, ge=0.0)
     min_relative_change: float = Field(default=0.0, ge=0.0)
     warn_relative_change: float = Field(default=0.10, ge=0.0)
     error_relative_change: float = Field(default=0.50, ge=0.0)
@@ -97,6 +105,8 @@ class ChangePointDetector:
             method=self.method,
             # the paper's curve is for one test at α; FPA spends α down the recursion by length
             alpha_spending="none" if self.method == "paper" else "length",
+            robust=self.robust,
+            min_effect=self.min_effect,
         )
         if not result.points:
             return []
@@ -224,7 +234,11 @@ def _evidence(point: ChangePoint, change: float, unit: str) -> tuple[Evidence, .
         Evidence("index", point.index),
         Evidence("mean_before", point.mean_before[0], unit),
         Evidence("mean_after", point.mean_after[0], unit),
+        Evidence("spread_before", point.spread_before[0], unit),
+        Evidence("spread_after", point.spread_after[0], unit),
         Evidence("relative_change", change),
+        Evidence("shift", point.shift[0], unit),
+        Evidence("effect_sd", point.effect),
         Evidence("statistic", point.statistic),
         Evidence("critical_value", point.critical_value),
         Evidence("p_value", point.p_value),

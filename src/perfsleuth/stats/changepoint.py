@@ -82,6 +82,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from perfsleuth.errors import DataError, NotEnoughDataError
 from perfsleuth.stats import fpa
+from perfsleuth.stats import robust as robust_mod
 
 __all__ = [
     "Assessment",
@@ -147,7 +148,11 @@ class ChangePoint:
     ``index`` is the first observation of the new segment. ``mean_before``/``mean_after`` (one
     value per column) are the means of the final segments either side; for a rejected candidate,
     of the two parts of its segment. ``start``/``stop`` bound the segment that was tested and
-    ``alpha`` is the level it was tested at (after spending).
+    ``alpha`` is the level it was tested at (after spending). ``shift`` is the jump of the level
+    in the adjusted series (outliers clipped, cycle and trend removed; per column) and ``effect``
+    the largest ``|shift|`` in noise standard deviations (robust σ of the residuals about the
+    segment means). ``spread_before``/``spread_after`` are the standard deviations of the raw
+    values in the final segments either side.
     """
 
     index: int
@@ -162,6 +167,10 @@ class ChangePoint:
     stop: int
     mean_before: tuple[float, ...]
     mean_after: tuple[float, ...]
+    shift: tuple[float, ...] = ()
+    effect: float = math.nan
+    spread_before: tuple[float, ...] = ()
+    spread_after: tuple[float, ...] = ()
 
     @property
     def significant(self) -> bool:
@@ -188,7 +197,10 @@ class ChangePoints:
     ``indices`` are sorted 0-based indices, each the first observation of a new segment;
     ``points`` carry the evidence for each, in the same order; ``segments`` cover ``0..n``;
     ``rejected`` holds the last, non-significant candidate of every segment that was long enough
-    to test (for plots and for asking "why not here?").
+    to test, and the significant ones dropped by the effect-size floor (for plots and for asking
+    "why not here?"). With ``robust``: ``period`` is the removed cycle (observations) or None,
+    ``outliers`` how many values were clipped, ``trend`` the removed slope per observation (per
+    column; 0 when none).
     """
 
     indices: tuple[int, ...]
@@ -200,6 +212,11 @@ class ChangePoints:
     method: str
     alpha: float
     min_segment: int
+    robust: bool = False
+    min_effect: float = 0.0
+    period: int | None = None
+    outliers: int = 0
+    trend: tuple[float, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -439,6 +456,8 @@ def find_change_points(
     method: Method | SignificanceTest = "fpa",
     alpha_spending: AlphaSpending = "length",
     max_depth: int | None = None,
+    robust: bool = True,
+    min_effect: float = 0.5,
 ) -> ChangePoints:
     """Change points in the mean of a series (or of several series jointly).
 
@@ -464,6 +483,12 @@ def find_change_points(
         ``alpha`` (the paper).
     max_depth
         Deepest recursion level tested (0 = only the first split); ``None`` for no limit.
+    robust
+        Search the series after clipping outliers, removing a detected cycle and a significant
+        trend (:mod:`perfsleuth.stats.robust`); ``False`` searches the raw values, as the paper.
+    min_effect
+        Effect-size floor: a change point whose shift (in the adjusted series) is smaller than
+        ``min_effect`` noise standard deviations is dropped (0 keeps every significant one).
 
     Returns
     -------
@@ -482,6 +507,8 @@ def find_change_points(
         raise ValueError(f"alpha_spending must be 'length' or 'none', got {alpha_spending!r}")
     if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 0):
         raise ValueError(f"max_depth must be a non-negative integer or None, got {max_depth!r}")
+    if not (isinstance(min_effect, float | int) and math.isfinite(min_effect) and min_effect >= 0):
+        raise ValueError(f"min_effect must be a finite number >= 0, got {min_effect!r}")
     if isinstance(method, str):
         if method not in _TESTS:
             raise ValueError(f"method must be one of {', '.join(_TESTS)}, got {method!r}")
@@ -498,70 +525,254 @@ def find_change_points(
 
     x = _as_columns(values)
     n, dims = x.shape
-    z = x / _noise_scale(x) if dims > 1 and n > 1 else x
-    shortest = max(2 * min_segment, 3)
+    search = _Search(test, float(alpha), min_segment, alpha_spending, max_depth, n, dims)
+    robust_search = robust and n >= max(2 * min_segment, 3)  # else nothing to split anyway
+    adjusted, period, outliers = _prepare(x, min_segment) if robust_search else (x, None, 0)
+    scale = _noise_scale(adjusted) if dims > 1 and n > 1 else np.ones(dims)
+    accepted, rejected = search.run(adjusted / scale)
 
-    accepted: list[ChangePoint] = []
-    rejected: list[ChangePoint] = []
-    stack = [(0, n, 0)] if n >= shortest else []
-    while stack:
-        start, stop, level = stack.pop()
-        length = stop - start
-        xc = _centre(z[start:stop])
-        split = _partition(xc, min_segment)
-        phi = float(_lag1_columns(xc).max())
-        level_alpha = alpha * length / n if alpha_spending == "length" else float(alpha)
-        verdict = test.assess(
-            split.statistic,
-            n=length,
-            phi=phi,
-            alpha=level_alpha,
-            dims=dims,
-            min_segment=min_segment,
-        )
-        cut = start + split.index
-        point = ChangePoint(
-            index=cut,
-            statistic=split.statistic,
-            critical_value=verdict.critical_value,
-            p_value=verdict.p_value,
-            alpha=level_alpha,
-            phi=phi,
-            phi_residual=float(_residual_lag1_columns(xc, split.index).max()),
-            level=level,
-            start=start,
-            stop=stop,
-            mean_before=_mean(x[start:cut]),
-            mean_after=_mean(x[cut:stop]),
-        )
-        if not point.significant:
-            rejected.append(point)
-            continue
-        accepted.append(point)
-        if max_depth is None or level < max_depth:
-            for a, b in ((cut, stop), (start, cut)):
-                if b - a >= shortest:
-                    stack.append((a, b, level + 1))
+    slope = np.zeros(dims)
+    if robust_search and n >= _TREND_MIN_LENGTH:
+        # Alternate: search the detrended series, refit the slope *inside* the segments found.
+        # A trend cut into a staircase keeps its slope inside the steps; a real shift leaves
+        # none. Started from no slope, a strong trend can stay a staircase; started from the
+        # line through everything, a big shift can stay a ramp: so start from both and keep the
+        # better description (BIC). The second start only matters when the first ends in few
+        # change points or a monotone staircase, which saves its searches otherwise.
+        zero = _alternate(search, adjusted, scale, np.zeros(dims), accepted, rejected)
+        slope, accepted, rejected = zero
+        line = _significant_slopes(adjusted, [])
+        if line.any() and (len(accepted) < 2 or _monotone(adjusted, accepted)):
+            start = search.run(_detrend(adjusted, line) / scale)
+            fits = [zero, _alternate(search, adjusted, scale, line, *start)]
+            slope, accepted, rejected = min(fits, key=lambda fit: _bic(adjusted, *fit[:2]))
+    level = adjusted - np.outer(_ramp(n), slope)  # the piecewise-constant part (plus noise)
 
+    accepted, dropped = _apply_effect_floor(accepted, level, min_effect)
     accepted.sort(key=lambda p: p.index)
     bounds = [0, *(p.index for p in accepted), n]
     segments = tuple(Segment(a, b, _mean(x[a:b])) for a, b in itertools.pairwise(bounds) if b > a)
+    shifts = [_mean(level[b:c]) for b, c in itertools.pairwise(bounds) if c > b]
+    sigma = _residual_scale(level, bounds)
     # Report the levels either side as the final segmentation has them, not as the tested parts.
     points = tuple(
-        dataclasses.replace(p, mean_before=segments[i].mean, mean_after=segments[i + 1].mean)
+        dataclasses.replace(
+            p,
+            mean_before=segments[i].mean,
+            mean_after=segments[i + 1].mean,
+            spread_before=_spread(x[bounds[i] : bounds[i + 1]]),
+            spread_after=_spread(x[bounds[i + 1] : bounds[i + 2]]),
+            shift=tuple(a - b for a, b in zip(shifts[i + 1], shifts[i], strict=True)),
+            effect=_effect(shifts[i], shifts[i + 1], sigma),
+        )
         for i, p in enumerate(accepted)
     )
     return ChangePoints(
         indices=tuple(p.index for p in points),
         points=points,
         segments=segments,
-        rejected=tuple(sorted(rejected, key=lambda p: p.index)),
+        rejected=tuple(
+            sorted((_with_raw_means(p, x) for p in [*rejected, *dropped]), key=lambda p: p.index)
+        ),
         n=n,
         dims=dims,
         method=test.name,
         alpha=float(alpha),
         min_segment=min_segment,
+        robust=robust,
+        min_effect=float(min_effect),
+        period=period,
+        outliers=outliers,
+        trend=tuple(float(v) for v in slope),
     )
+
+
+_TREND_MIN_LENGTH = 20  # shorter series: too few points to tell a trend from noise
+_TREND_ROUNDS = 4  # refits of the common slope; the search settles after one or two
+_TREND_T = 3.0  # |t| of the within-segment slope above which the trend is removed
+_OUTLIER_K = 5.0  # clip points this many robust σ from the running median
+
+
+def _ramp(n: int) -> FloatArray:
+    return np.arange(n, dtype=np.float64)
+
+
+def _detrend(y: FloatArray, slope: FloatArray) -> FloatArray:
+    return y - np.outer(_ramp(y.shape[0]), slope)
+
+
+def _alternate(
+    search: _Search,
+    y: FloatArray,
+    scale: FloatArray,
+    slope: FloatArray,
+    accepted: list[ChangePoint],
+    rejected: list[ChangePoint],
+) -> tuple[FloatArray, list[ChangePoint], list[ChangePoint]]:
+    """Refit the within-segment slope and search again until the slope settles."""
+    for _ in range(_TREND_ROUNDS):
+        refit = _significant_slopes(y, sorted(p.index for p in accepted))
+        if np.array_equal(refit, slope):
+            break
+        slope = refit
+        accepted, rejected = search.run(_detrend(y, slope) / scale)
+    return slope, accepted, rejected
+
+
+def _monotone(y: FloatArray, accepted: list[ChangePoint]) -> bool:
+    """Whether the segment means of some column only rise or only fall (a staircase)."""
+    bounds = [0, *sorted(p.index for p in accepted), y.shape[0]]
+    steps = np.diff([y[a:b].mean(axis=0) for a, b in itertools.pairwise(bounds)], axis=0)
+    return bool(np.any(np.all(steps > 0, axis=0) | np.all(steps < 0, axis=0)))
+
+
+def _bic(y: FloatArray, slope: FloatArray, accepted: list[ChangePoint]) -> float:
+    """Schwarz's criterion of "segment means + common slopes": each change point costs its
+    position and one mean per column, each nonzero slope one parameter."""
+    n, dims = y.shape
+    level = _detrend(y, slope)
+    bounds = [0, *sorted(p.index for p in accepted), n]
+    rss = sum(
+        ((level[a:b] - level[a:b].mean(axis=0)) ** 2).sum(axis=0)
+        for a, b in itertools.pairwise(bounds)
+    )
+    rss = np.maximum(rss, np.finfo(float).tiny)
+    params = len(accepted) * (dims + 1) + int(np.count_nonzero(slope))
+    return float(n * np.log(rss / n).sum() + params * math.log(n))
+
+
+def _significant_slopes(y: FloatArray, cuts: list[int]) -> FloatArray:
+    """Per column: the slope common to the segments, or 0 where its |t| is at most _TREND_T."""
+    fitted = [robust_mod.within_slope(y[:, j], cuts) for j in range(y.shape[1])]
+    return np.array([s if abs(t) > _TREND_T else 0.0 for s, t in fitted])
+
+
+def _prepare(x: FloatArray, min_segment: int) -> tuple[FloatArray, int | None, int]:
+    """Clip outliers, then remove a cycle found in any column: (series, period, clipped)."""
+    window = 2 * min_segment + 1
+    columns, clipped = [], 0
+    for j in range(x.shape[1]):
+        column, count = robust_mod.clip_outliers(x[:, j], window=window, k=_OUTLIER_K)
+        columns.append(column)
+        clipped += count
+    out = np.column_stack(columns)
+    # Cycles shorter than two segments cannot create a change point on their own.
+    periods = [robust_mod.detect_period(c, min_period=2 * min_segment) for c in columns]
+    period = max((p for p in periods if p is not None), default=None)
+    if period is not None:
+        out = np.column_stack([robust_mod.remove_cycle(c, period)[0] for c in columns])
+    return out, period, clipped
+
+
+def _residual_scale(level: FloatArray, bounds: list[int]) -> FloatArray:
+    """Per-column robust σ of the residuals about the segment means."""
+    if level.shape[0] == 0:
+        return np.zeros(level.shape[1])
+    resid = np.concatenate(
+        [level[a:b] - level[a:b].mean(axis=0) for a, b in itertools.pairwise(bounds)]
+    )
+    return np.array([robust_mod.robust_scale(resid[:, j]) for j in range(level.shape[1])])
+
+
+def _effect(before: tuple[float, ...], after: tuple[float, ...], sigma: FloatArray) -> float:
+    """Largest shift over the columns, in noise standard deviations."""
+    shift = np.abs(np.subtract(after, before))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        size = np.where(
+            sigma > 0, shift / np.where(sigma > 0, sigma, 1.0), np.where(shift > 0, np.inf, 0.0)
+        )
+    return float(size.max())
+
+
+def _with_raw_means(point: ChangePoint, x: FloatArray) -> ChangePoint:
+    return dataclasses.replace(
+        point,
+        mean_before=_mean(x[point.start : point.index]),
+        mean_after=_mean(x[point.index : point.stop]),
+    )
+
+
+def _apply_effect_floor(
+    accepted: list[ChangePoint], level: FloatArray, min_effect: float
+) -> tuple[list[ChangePoint], list[ChangePoint]]:
+    """Drop the smallest shift below the floor and merge its segments, until none is left."""
+    kept = sorted(accepted, key=lambda p: p.index)
+    dropped: list[ChangePoint] = []
+    n = level.shape[0]
+    while kept and min_effect > 0:
+        bounds = [0, *(p.index for p in kept), n]
+        means = [_mean(level[a:b]) for a, b in itertools.pairwise(bounds)]
+        sigma = _residual_scale(level, bounds)
+        effects = [_effect(means[i], means[i + 1], sigma) for i in range(len(kept))]
+        weakest = int(np.argmin(effects))
+        if effects[weakest] >= min_effect:
+            break
+        dropped.append(dataclasses.replace(kept.pop(weakest), effect=effects[weakest]))
+    return kept, dropped
+
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """The paper's hierarchical search with one significance test (figure 3)."""
+
+    test: SignificanceTest
+    alpha: float
+    min_segment: int
+    alpha_spending: AlphaSpending
+    max_depth: int | None
+    n: int
+    dims: int
+
+    def run(self, z: FloatArray) -> tuple[list[ChangePoint], list[ChangePoint]]:
+        """(accepted, rejected) candidates of ``z`` (n × dims), accepted in search order."""
+        n = self.n
+        shortest = max(2 * self.min_segment, 3)
+        accepted: list[ChangePoint] = []
+        rejected: list[ChangePoint] = []
+        stack = [(0, n, 0)] if n >= shortest else []
+        while stack:
+            start, stop, level = stack.pop()
+            length = stop - start
+            xc = _centre(z[start:stop])
+            split = _partition(xc, self.min_segment)
+            phi = float(_lag1_columns(xc).max())
+            level_alpha = self.alpha * length / n if self.alpha_spending == "length" else self.alpha
+            verdict = self.test.assess(
+                split.statistic,
+                n=length,
+                phi=phi,
+                alpha=level_alpha,
+                dims=self.dims,
+                min_segment=self.min_segment,
+            )
+            cut = start + split.index
+            point = ChangePoint(
+                index=cut,
+                statistic=split.statistic,
+                critical_value=verdict.critical_value,
+                p_value=verdict.p_value,
+                alpha=level_alpha,
+                phi=phi,
+                phi_residual=float(_residual_lag1_columns(xc, split.index).max()),
+                level=level,
+                start=start,
+                stop=stop,
+                mean_before=_mean(z[start:cut]),
+                mean_after=_mean(z[cut:stop]),
+            )
+            if not point.significant:
+                rejected.append(point)
+                continue
+            accepted.append(point)
+            if self.max_depth is None or level < self.max_depth:
+                for a, b in ((cut, stop), (start, cut)):
+                    if b - a >= shortest:
+                        stack.append((a, b, level + 1))
+        return accepted, rejected
+
+
+def _spread(part: FloatArray) -> tuple[float, ...]:
+    return tuple(float(v) for v in part.std(axis=0))
 
 
 def _mean(part: FloatArray) -> tuple[float, ...]:

@@ -1,0 +1,195 @@
+"""Making operational series fit the change-point model: outliers, cycles and trends.
+
+Berry & Hellerstein's test assumes a piecewise-constant mean plus AR(1) noise. Real series also
+have isolated spikes (checkpoints, GC pauses), cycles (cron jobs, daily load) and trends (growing
+tables, leaks) — the paper's own list of limits (§5). Each breaks the model in a way that binary
+segmentation turns into false change points: a spike becomes a short segment, every phase of a
+cycle becomes a step, and a trend becomes a staircase. The helpers here remove each structure
+*around* the change points, so a level shift survives them:
+
+* :func:`clip_outliers` — winsorises points far from a short running median (a Hampel filter).
+  The window is ``2 · min_segment + 1``, so a shift lasting at least ``min_segment`` observations
+  moves the median with it and is kept; a burst shorter than that is clipped.
+* :func:`detect_period` / :func:`remove_cycle` — finds a dominant period from the autocorrelation
+  of the series (an oscillation, repeated at twice the lag) and subtracts the median profile per
+  phase, measured against a running median one period wide, so a level shift moves the baseline,
+  not the profile.
+* :func:`within_slope` — the slope common to all segments (the regression of the series on time
+  with one intercept per segment). Given the steps, a staircase of real shifts has no slope
+  within its segments, while a staircase cut into a trend has the trend's slope in every one: so
+  this tells a trend from shifts, and its t statistic (with an AR(1) variance factor) decides
+  whether the trend is real.
+
+All are invariant to shifting and (positively) scaling the series.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "MAX_PERIOD",
+    "clip_outliers",
+    "detect_period",
+    "remove_cycle",
+    "robust_scale",
+    "within_slope",
+]
+
+FloatArray = NDArray[np.float64]
+
+_MAD = 1.4826  # MAD → σ for a normal distribution
+
+MAX_PERIOD = 20_000
+"""Longest cycle looked for, in observations: two weeks of one-minute samples."""
+
+
+def robust_scale(r: FloatArray) -> float:
+    """σ from the median absolute deviation, falling back to the RMS when more than half the
+    values are equal (the MAD is then 0)."""
+    mad = float(np.median(np.abs(r - np.median(r)))) * _MAD
+    if mad > 0:
+        return mad
+    return float(np.sqrt(np.mean((r - r.mean()) ** 2)))
+
+
+def _running_median(x: FloatArray, window: int) -> FloatArray:
+    from scipy.ndimage import median_filter  # heavy import; only robust searches need it
+
+    out: FloatArray = median_filter(x, size=window, mode="nearest")
+    return out
+
+
+def clip_outliers(x: FloatArray, *, window: int, k: float = 5.0) -> tuple[FloatArray, int]:
+    """Winsorise points more than ``k`` σ from a running median of ``window`` points.
+
+    σ is the robust scale of the residuals about the running median. Returns the clipped copy
+    and how many points were clipped.
+    """
+    if x.size < 3:
+        return x.copy(), 0
+    level = _running_median(x, window)
+    r = x - level
+    sigma = robust_scale(r)
+    if sigma == 0:
+        return x.copy(), 0
+    bound = k * sigma
+    clipped = np.clip(r, -bound, bound)
+    count = int(np.count_nonzero(clipped != r))
+    return level + clipped, count
+
+
+def _autocorrelation(x: FloatArray, max_lag: int) -> FloatArray:
+    from scipy import fft  # heavy import; only robust searches need it
+
+    xc = x - x.mean()
+    size = fft.next_fast_len(x.size + max_lag, real=True)  # enough padding for no wrap-around
+    f = fft.rfft(xc, n=size)
+    acov = fft.irfft(f * np.conj(f), n=size)[: max_lag + 1]
+    acf: FloatArray = acov / acov[0] if acov[0] > 0 else np.zeros(max_lag + 1)
+    return acf
+
+
+def detect_period(
+    x: FloatArray, *, min_period: int = 4, cycles: int = 3, strength: float = 0.3
+) -> int | None:
+    """The dominant period of ``x`` in observations, or ``None``.
+
+    A period P qualifies when the series oscillates at it: the autocorrelation at P exceeds the
+    mean of those half a period either side (P/2 and 3P/2) by ``strength`` (and by four
+    standard errors of an autocorrelation, 4/√n), the same holds around 2P, and the series holds
+    at least ``cycles`` periods (P ≤ :data:`MAX_PERIOD`). Comparing with both sides cancels the
+    slow, nearly linear decline that a level shift or a trend adds to every lag, so neither
+    qualifies, and the peak is not pulled towards shorter lags. The lag is then refined to the
+    neighbour whose harmonics oscillate most.
+    """
+    n = x.size
+    max_period = min(n // cycles, MAX_PERIOD)
+    if max_period < min_period:
+        return None
+    acf = _autocorrelation(x, min(n - 1, 3 * max_period))
+
+    def contrast(lag: NDArray[np.int64], half: NDArray[np.int64]) -> FloatArray:
+        out: FloatArray = acf[lag] - 0.5 * (acf[lag - half] + acf[lag + half])
+        return out
+
+    periods = np.arange(min_period, max_period + 1)
+    score = contrast(periods, periods // 2)
+    needed = max(strength, 4.0 / math.sqrt(n))
+    for i in np.argsort(-score, kind="stable")[:5]:
+        if score[i] < needed:
+            break
+        p = int(periods[i])
+        # a true period repeats: also oscillate at 2P (when the series is long enough to see it)
+        lag, half = np.array([2 * p]), np.array([p // 2])
+        if lag[0] + half[0] < acf.size and contrast(lag, half)[0] < needed / 2:
+            continue
+        return _refine(p, contrast, acf.size)
+    return None
+
+
+def _refine(
+    p: int,
+    contrast: Callable[[NDArray[np.int64], NDArray[np.int64]], FloatArray],
+    size: int,
+) -> int:
+    """The lag next to ``p`` whose harmonics oscillate most: a peak at one lag is only accurate
+    to about a lag, while a period error accumulates over the cycles."""
+    best, best_score = p, -math.inf
+    for q in range(max(2, p - 2), p + 3):
+        lags = np.arange(q, size - q // 2, q)
+        score = float(contrast(lags, np.full(lags.size, q // 2)).mean()) if lags.size else -math.inf
+        if score > best_score:
+            best, best_score = q, score
+    return best
+
+
+def remove_cycle(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray]:
+    """Subtract the median profile per phase (``t mod period``); returns (series, profile).
+
+    The profile is measured against a running median one period wide (odd), which follows level
+    shifts but not the cycle; it is centred so the series keeps its mean level.
+    """
+    window = period if period % 2 else period + 1
+    detail = x - _running_median(x, window)
+    phase = np.arange(x.size) % period
+    profile = np.array([np.median(detail[phase == j]) for j in range(period)])
+    profile -= profile.mean()
+    return x - profile[phase], profile
+
+
+def within_slope(y: FloatArray, cuts: Sequence[int]) -> tuple[float, float]:
+    """Slope of ``y`` on its index, common to the segments bounded by ``cuts``, and its t statistic.
+
+    The regression has one intercept per segment, so the slope comes only from the variation
+    inside segments. The t statistic's variance is inflated by ``(1 + φ) / (1 − φ)``, φ the
+    lag-1 autocorrelation of the residuals (clipped to [0, .99]), as for AR(1) noise.
+    """
+    n = y.size
+    bounds = [0, *cuts, n]
+    t = np.arange(n, dtype=float)
+    tt = np.empty(n)
+    yy = np.empty(n)
+    for a, b in itertools.pairwise(bounds):
+        tt[a:b] = t[a:b] - t[a:b].mean()
+        yy[a:b] = y[a:b] - y[a:b].mean()
+    sxx = float(tt @ tt)
+    if sxx == 0:
+        return 0.0, 0.0
+    slope = float(tt @ yy) / sxx
+    resid = yy - slope * tt
+    dof = n - len(bounds)  # segment means and the slope
+    if dof <= 0:
+        return slope, 0.0
+    var = float(resid @ resid) / dof
+    if var == 0:
+        return slope, math.inf if slope != 0 else 0.0
+    phi = float(resid[1:] @ resid[:-1]) / float(resid @ resid)
+    p = min(max(phi, 0.0), 0.99)
+    se = math.sqrt(var / sxx * (1 + p) / (1 - p))
+    return slope, slope / se

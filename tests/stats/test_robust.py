@@ -1,0 +1,159 @@
+"""Robust defaults of the change-point search: outliers, cycles and trends (stats/robust.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from scipy.signal import lfilter
+
+from perfsleuth.stats.changepoint import find_change_points
+from perfsleuth.stats.robust import clip_outliers, detect_period, remove_cycle, within_slope
+
+N = 600
+T = np.arange(N)
+
+
+def noise(seed: int, n: int = N) -> NDArray[np.float64]:
+    return np.random.default_rng(seed).standard_normal(n)
+
+
+def square(period: int, amplitude: float = 3.0) -> NDArray[np.float64]:
+    return np.where((T // (period // 2)) % 2 == 0, 0.0, amplitude)
+
+
+# -- the helpers -------------------------------------------------------------------------------
+
+
+def test_clip_outliers_clips_spikes_but_keeps_a_shift() -> None:
+    x = noise(0)
+    x[300:] += 4.0
+    spikes = [50, 200, 450]
+    x[spikes] += 30.0
+    clipped, count = clip_outliers(x, window=11)
+    assert count >= 3
+    assert np.all(np.abs(clipped[spikes] - np.median(x[:300])) < 10)
+    assert np.mean(clipped[310:]) - np.mean(clipped[:290]) == pytest.approx(4.0, abs=0.3)
+
+
+@pytest.mark.parametrize("period", [12, 40, 100])
+def test_detect_period_finds_square_and_sine_cycles(period: int) -> None:
+    assert detect_period(square(period) + noise(1)) == period
+    sine = 2.0 * np.sin(2 * np.pi * T / period)
+    assert detect_period(sine + noise(2)) == period
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        noise(3),
+        np.where(T < 300, 0.0, 5.0) + noise(4),  # a level shift is not a cycle
+        0.02 * T + noise(5),  # nor is a trend
+        lfilter([1.0], [1.0, -0.9], noise(6)),  # nor slow AR(1) wander
+    ],
+    ids=["noise", "shift", "trend", "ar1"],
+)
+def test_detect_period_rejects_non_cycles(x: NDArray[np.float64]) -> None:
+    assert detect_period(x, min_period=10) is None
+
+
+def test_remove_cycle_keeps_a_level_shift() -> None:
+    x = square(40) + noise(7) + np.where(T < 350, 0.0, 2.0)
+    flat, profile = remove_cycle(x, 40)
+    assert profile.shape == (40,) and profile.mean() == pytest.approx(0.0, abs=1e-12)
+    assert np.std(flat[:340]) < 1.2  # the cycle is gone
+    assert np.mean(flat[360:]) - np.mean(flat[:340]) == pytest.approx(2.0, abs=0.3)
+
+
+def test_within_slope_tells_a_trend_from_steps() -> None:
+    trend = 0.01 * T + noise(8)
+    slope, t = within_slope(trend, [150, 300, 450])
+    assert slope == pytest.approx(0.01, abs=0.002) and abs(t) > 5
+    steps = np.repeat([0.0, 1.5, 3.0, 4.5], 150) + noise(9)
+    slope, t = within_slope(steps, [150, 300, 450])
+    assert abs(t) < 3
+
+
+# -- the search with the defaults ------------------------------------------------------------
+
+
+def test_a_trend_is_removed_not_cut_into_a_staircase() -> None:
+    x = 0.01 * T + noise(10)
+    raw = find_change_points(x, robust=False, min_effect=0)
+    assert len(raw.indices) >= 3  # the paper's search sees a staircase
+    found = find_change_points(x)
+    assert found.indices == ()
+    assert found.trend[0] == pytest.approx(0.01, abs=0.002)
+
+
+def test_a_shift_on_a_trend_is_found() -> None:
+    x = 0.01 * T + noise(11) + np.where(T < 400, 0.0, 3.0)
+    found = find_change_points(x)
+    assert found.indices == (400,)
+    assert found.points[0].shift[0] == pytest.approx(3.0, abs=0.4)
+
+
+def test_a_big_shift_is_not_mistaken_for_a_trend() -> None:
+    x = np.where(T < 330, 12.0, 30.0) + noise(12)
+    found = find_change_points(x)
+    assert found.indices == (330,) and found.trend == (0.0,)
+
+
+def test_a_cycle_is_removed_and_a_shift_under_it_found() -> None:
+    x = square(40) + noise(13) + np.where(T < 300, 0.0, 2.0)
+    found = find_change_points(x)
+    assert found.period == 40
+    assert len(found.indices) == 1 and abs(found.indices[0] - 300) <= 2
+
+
+def test_spikes_are_clipped_and_do_not_hide_a_shift() -> None:
+    x = noise(14) + np.where(T < 250, 0.0, 2.0)
+    x[[40, 41, 120, 380, 520]] += 25.0
+    found = find_change_points(x)
+    assert found.outliers >= 5
+    assert len(found.indices) == 1 and abs(found.indices[0] - 250) <= 2
+
+
+def test_effect_floor_drops_tiny_significant_shifts() -> None:
+    x = np.random.default_rng(15).standard_normal(200_000)
+    x[100_000:] += 0.1  # significant at this length, but a tenth of the noise
+    (index,) = find_change_points(x, min_effect=0).indices
+    assert abs(index - 100_000) < 2_000
+    found = find_change_points(x)
+    assert found.indices == ()
+    (dropped,) = [p for p in found.rejected if p.significant]  # significant, but too small
+    assert abs(dropped.index - 100_000) < 2_000
+    assert dropped.effect == pytest.approx(0.1, abs=0.02)
+
+
+STRUCTURES = {
+    "noise": lambda r: r.standard_normal(N),
+    "ar1": lambda r: lfilter([1.0], [1.0, -0.5], r.standard_normal(N)),
+    "trend": lambda r: 0.01 * T + r.standard_normal(N),
+    "cycle": lambda r: square(40) + r.standard_normal(N),
+    "sine": lambda r: 2.0 * np.sin(2 * np.pi * T / 50) + r.standard_normal(N),
+    "spikes": lambda r: r.standard_normal(N) + 20.0 * (r.random(N) < 0.02),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURES))
+def test_false_positive_rate_with_structure_but_no_change(name: str) -> None:
+    # 150 series each; measured .02-.07 at n = 500, 200 series (the paper's search on the raw
+    # values: 1.0 on the trend, .125 with spikes). Bound: .05 + 3 SE of 150 draws.
+    hits = sum(
+        bool(find_change_points(STRUCTURES[name](np.random.default_rng(i))).indices)
+        for i in range(150)
+    )
+    assert hits / 150 <= 0.12
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURES))
+def test_power_with_structure(name: str) -> None:
+    # A 2σ shift at 2/3 of the series is found within 10 observations under every structure
+    # (AR(1) noise blurs the location: 30/40 within 3, as for the paper's search on raw values).
+    found = 0
+    for i in range(40):
+        x = STRUCTURES[name](np.random.default_rng(1000 + i)) + np.where(T < 400, 0.0, 2.0)
+        indices = find_change_points(x).indices
+        found += any(abs(j - 400) <= 10 for j in indices)
+    assert found >= 36
