@@ -41,3 +41,30 @@ def test_section_respects_detector_parameters_and_escapes_names() -> None:
     html = render_html([], sections=[changepoint_section(_frame())])
     assert HOSTILE not in html
     assert 'data-plots-expected="1"' in html
+
+
+def test_trend_and_cycle_are_drawn_as_the_model_and_named_in_the_intro() -> None:
+    t = np.arange(600)
+    values = (
+        0.01 * t
+        + np.where((t // 20) % 2 == 0, 0.0, 3.0)
+        + np.where(t >= 400, 3.0, 0.0)
+        + np.random.default_rng(1).standard_normal(600)
+    )
+    frame = pd.DataFrame(
+        {
+            "time": pd.date_range("2024-05-01", periods=600, freq="min", tz="UTC"),
+            "entity": "db",
+            "metric": "rt",
+            "value": values,
+            "unit": "ms",
+        }
+    )
+    section = changepoint_section(frame)
+    (figure,) = section.figures
+    series, model = figure.data
+    assert model.name.startswith("model")
+    residual = np.asarray(series.y) - np.asarray(model.y)  # both in seconds after normalise
+    assert float(np.std(residual)) < 1.2e-3  # the model follows trend and cycle (noise 1 ms)
+    assert "a cycle of 40 observations" in section.intro and "a trend of" in section.intro
+    assert any(row[1].startswith("2024-05-01 06:4") for row in section.tables[0].rows)  # t ≈ 400

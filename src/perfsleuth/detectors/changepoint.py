@@ -26,13 +26,14 @@ from typing import ClassVar, Literal
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from pydantic import Field, model_validator
 from pydantic.dataclasses import dataclass
 
 from perfsleuth.detectors.base import PARAMS
 from perfsleuth.findings import Evidence, Finding, Kind, Severity
 from perfsleuth.frames import coverage_of, normalise
-from perfsleuth.stats.changepoint import ChangePoint, find_change_points
+from perfsleuth.stats.changepoint import ChangePoint, ChangePoints, find_change_points
 
 __all__ = ["ChangePointDetector", "format_quantity"]
 
@@ -96,9 +97,9 @@ class ChangePointDetector:
             findings.extend(self._series(str(entity), str(metric), series))
         return findings
 
-    def _series(self, entity: str, metric: str, series: pd.DataFrame) -> list[Finding]:
-        values = series["value"].to_numpy(dtype=np.float64)
-        result = find_change_points(
+    def search(self, values: NDArray[np.float64]) -> ChangePoints:
+        """The change points of one series with this detector's settings."""
+        return find_change_points(
             values,
             alpha=self.alpha,
             min_segment=self.min_segment,
@@ -108,6 +109,9 @@ class ChangePointDetector:
             robust=self.robust,
             min_effect=self.min_effect,
         )
+
+    def _series(self, entity: str, metric: str, series: pd.DataFrame) -> list[Finding]:
+        result = self.search(series["value"].to_numpy(dtype=np.float64))
         if not result.points:
             return []
         unit = _unit_of(series)

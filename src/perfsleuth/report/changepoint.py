@@ -15,7 +15,7 @@ import pandas as pd
 from perfsleuth.detectors.changepoint import ChangePointDetector, format_quantity
 from perfsleuth.frames import coverage_of, normalise
 from perfsleuth.report.html import _PLOT_TEMPLATE, Section, Table, _text, downsample_indices
-from perfsleuth.stats.changepoint import ChangePoints, find_change_points
+from perfsleuth.stats.changepoint import ChangePoints
 
 if TYPE_CHECKING:
     from plotly.graph_objects import Figure
@@ -51,22 +51,24 @@ def changepoint_section(
         frame = normalise(frame, "metric", source="report")
     found: list[tuple[str, str, pd.DataFrame, ChangePoints]] = []
     for (entity, metric), series in frame.groupby(["entity", "metric"], sort=True):
-        result = find_change_points(
-            series["value"].to_numpy(dtype=np.float64),
-            alpha=detector.alpha,
-            min_segment=detector.min_segment,
-            method=detector.method,
-            alpha_spending="none" if detector.method == "paper" else "length",
-        )
+        result = detector.search(series["value"].to_numpy(dtype=np.float64))
         if result.indices:
             found.append((str(entity), str(metric), series, result))
     found.sort(key=lambda item: -len(item[3].indices))
     total = frame.groupby(["entity", "metric"]).ngroups
     shown = found[:max_series]
+    robust = (
+        f"outliers clipped, cycles and trends removed, shifts under {detector.min_effect:g} σ "
+        "dropped"
+        if detector.robust
+        else "raw values"
+    )
     intro = (
         f"{total} series searched ({detector.method}, α = {detector.alpha:g}, at least "
-        f"{detector.min_segment} observations per segment); {len(found)} with change points"
+        f"{detector.min_segment} observations per segment; {robust}); {len(found)} with change "
+        "points"
         + (f", the {len(shown)} with the most shown." if len(found) > len(shown) else ".")
+        + _adjustments(found)
     )
     return Section(
         title=title,
@@ -74,6 +76,22 @@ def changepoint_section(
         figures=[_figure(e, m, s, r, max_points) for e, m, s, r in shown],
         tables=[_table(found)] if found else [],
     )
+
+
+def _adjustments(found: list[tuple[str, str, pd.DataFrame, ChangePoints]]) -> str:
+    """What the robust search removed, in a sentence (empty when nothing)."""
+    notes = []
+    for entity, metric, _, result in found:
+        parts = []
+        if result.trend and result.trend[0]:
+            parts.append(f"a trend of {result.trend[0]:+.3g} per observation")
+        if result.period:
+            parts.append(f"a cycle of {result.period} observations")
+        if result.outliers:
+            parts.append(f"{result.outliers} outlier(s) clipped")
+        if parts:
+            notes.append(f"{entity}/{metric}: {', '.join(parts)}")
+    return (" Removed before the search — " + "; ".join(notes) + ".") if notes else ""
 
 
 def _unit(series: pd.DataFrame) -> str:
@@ -88,6 +106,7 @@ def _figure(
     values = series["value"].to_numpy(dtype=np.float64)
     times = series["time"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ").to_numpy()
     keep = downsample_indices(values, max_points)
+    structured = bool(result.period or any(result.trend))
     # segment means as a step line: one point at each segment start and one at its end
     step_x, step_y = [], []
     for segment in result.segments:
@@ -104,7 +123,16 @@ def _figure(
                 name="series",
                 line={"color": _SERIES, "width": 1},
             ),
+            # with a trend or cycle removed, the model is segment levels + trend + cycle
             go.Scatter(
+                x=times[keep].tolist(),
+                y=result.fitted[keep, 0],
+                mode="lines",
+                name="model (segment levels + trend + cycle)",
+                line={"color": _MEAN, "width": 2},
+            )
+            if structured and result.fitted is not None
+            else go.Scatter(
                 x=step_x,
                 y=step_y,
                 mode="lines",

@@ -63,6 +63,15 @@ independent columns is less extreme than for one column, so this is conservative
 (false-positive rate .002 at α = .05 for two columns), which costs power; a table with a
 "columns" axis is the fix (later work).
 
+**Operational series (``robust=True``, the default).** Before the search, outliers are clipped
+and a detected cycle is removed; a trend is removed when the slope *inside* the segments is
+significant, choosing between "no trend" and "trend" by BIC; finally change points whose shift is
+below ``min_effect`` noise standard deviations are dropped (:mod:`perfsleuth.stats.robust` says
+why each step keeps level shifts). Measured at n = 500, α = .05, 200 series each, no change:
+false-positive rate .025 (white noise), .045 (AR(1) φ = .5), .025 (trend), .055 (square cycle),
+.04 (sine cycle), .07 (2% spikes of 20σ), against 1.0 for the trend and .125 for the spikes with
+the paper's search on the raw values. ``robust=False, min_effect=0`` is the paper's search.
+
 **Degenerate input.** A constant segment has T = 1 (never significant); a split that leaves both
 parts exactly constant while the whole is not has T = ∞ (always significant, p = 0). Series too
 short to split (``n < max(2 · min_segment, 3)``) give no change points; NaN or ±inf are a
@@ -200,7 +209,8 @@ class ChangePoints:
     to test, and the significant ones dropped by the effect-size floor (for plots and for asking
     "why not here?"). With ``robust``: ``period`` is the removed cycle (observations) or None,
     ``outliers`` how many values were clipped, ``trend`` the removed slope per observation (per
-    column; 0 when none).
+    column; 0 when none). ``fitted`` (n × dims) is the model in the series' units: segment
+    levels plus trend plus cycle.
     """
 
     indices: tuple[int, ...]
@@ -217,6 +227,7 @@ class ChangePoints:
     period: int | None = None
     outliers: int = 0
     trend: tuple[float, ...] = ()
+    fitted: FloatArray | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -527,7 +538,10 @@ def find_change_points(
     n, dims = x.shape
     search = _Search(test, float(alpha), min_segment, alpha_spending, max_depth, n, dims)
     robust_search = robust and n >= max(2 * min_segment, 3)  # else nothing to split anyway
-    adjusted, period, outliers = _prepare(x, min_segment) if robust_search else (x, None, 0)
+    if robust_search:
+        adjusted, period, outliers, cycle = _prepare(x, min_segment)
+    else:
+        adjusted, period, outliers, cycle = x, None, 0, np.zeros_like(x)
     scale = _noise_scale(adjusted) if dims > 1 and n > 1 else np.ones(dims)
     accepted, rejected = search.run(adjusted / scale)
 
@@ -538,14 +552,20 @@ def find_change_points(
         # none. Started from no slope, a strong trend can stay a staircase; started from the
         # line through everything, a big shift can stay a ramp: so start from both and keep the
         # better description (BIC). The second start only matters when the first ends in few
-        # change points or a monotone staircase, which saves its searches otherwise.
+        # change points, a monotone staircase or segments that lean (a within-segment slope
+        # of |t| > _LEAN_T, significant or not), which saves its searches otherwise.
         zero = _alternate(search, adjusted, scale, np.zeros(dims), accepted, rejected)
         slope, accepted, rejected = zero
         line = _significant_slopes(adjusted, [])
-        if line.any() and (len(accepted) < 2 or _monotone(adjusted, accepted)):
+        if line.any() and (
+            len(accepted) < 2 or _monotone(adjusted, accepted) or _sloped(adjusted, accepted)
+        ):
             start = search.run(_detrend(adjusted, line) / scale)
             fits = [zero, _alternate(search, adjusted, scale, line, *start)]
             slope, accepted, rejected = min(fits, key=lambda fit: _bic(adjusted, *fit[:2]))
+        if slope.any():
+            slope, accepted, pruned = _prune_with_trend(adjusted, slope, accepted)
+            rejected = [*rejected, *pruned]
     level = adjusted - np.outer(_ramp(n), slope)  # the piecewise-constant part (plus noise)
 
     accepted, dropped = _apply_effect_floor(accepted, level, min_effect)
@@ -553,6 +573,9 @@ def find_change_points(
     bounds = [0, *(p.index for p in accepted), n]
     segments = tuple(Segment(a, b, _mean(x[a:b])) for a, b in itertools.pairwise(bounds) if b > a)
     shifts = [_mean(level[b:c]) for b, c in itertools.pairwise(bounds) if c > b]
+    fitted = np.outer(_ramp(n), slope) + cycle
+    for (b, c), mean in zip(itertools.pairwise(bounds), shifts, strict=False):
+        fitted[b:c] += mean
     sigma = _residual_scale(level, bounds)
     # Report the levels either side as the final segmentation has them, not as the tested parts.
     points = tuple(
@@ -584,11 +607,14 @@ def find_change_points(
         period=period,
         outliers=outliers,
         trend=tuple(float(v) for v in slope),
+        fitted=fitted,
     )
 
 
 _TREND_MIN_LENGTH = 20  # shorter series: too few points to tell a trend from noise
 _TREND_ROUNDS = 4  # refits of the common slope; the search settles after one or two
+_PRUNE_MAX = 40  # most change points of a trend model checked by backward elimination
+_LEAN_T = 1.5  # |t| of the within-segment slope that makes a trend worth trying
 _TREND_T = 3.0  # |t| of the within-segment slope above which the trend is removed
 _OUTLIER_K = 5.0  # clip points this many robust σ from the running median
 
@@ -619,6 +645,41 @@ def _alternate(
     return slope, accepted, rejected
 
 
+def _prune_with_trend(
+    y: FloatArray, slope: FloatArray, accepted: list[ChangePoint]
+) -> tuple[FloatArray, list[ChangePoint], list[ChangePoint]]:
+    """Drop change points that BIC does not want once the slope is refitted without them.
+
+    A slope a little off leaves ramps inside the segments, which the search then cuts, and
+    the alternation can settle on such a staircase-on-a-trend. Backward elimination removes
+    those cuts one at a time (the one whose removal lowers BIC most, refitting the slope)
+    while BIC falls. Only for trend models with few change points (the cost is quadratic in
+    their number).
+    """
+    kept = sorted(accepted, key=lambda p: p.index)
+    pruned: list[ChangePoint] = []
+    if len(kept) > _PRUNE_MAX:
+        return slope, kept, pruned
+    current = _bic(y, slope, kept)
+    while kept:
+        options = []
+        for i in range(len(kept)):
+            rest = kept[:i] + kept[i + 1 :]
+            refit = _significant_slopes(y, [p.index for p in rest])
+            options.append((_bic(y, refit, rest), i, refit))
+        best, i, refit = min(options, key=lambda o: o[0])
+        if best >= current:
+            break
+        current, slope = best, refit
+        pruned.append(kept.pop(i))
+    return slope, kept, pruned
+
+
+def _sloped(y: FloatArray, accepted: list[ChangePoint]) -> bool:
+    cuts = sorted(p.index for p in accepted)
+    return any(abs(robust_mod.within_slope(y[:, j], cuts)[1]) > _LEAN_T for j in range(y.shape[1]))
+
+
 def _monotone(y: FloatArray, accepted: list[ChangePoint]) -> bool:
     """Whether the segment means of some column only rise or only fall (a staircase)."""
     bounds = [0, *sorted(p.index for p in accepted), y.shape[0]]
@@ -647,8 +708,11 @@ def _significant_slopes(y: FloatArray, cuts: list[int]) -> FloatArray:
     return np.array([s if abs(t) > _TREND_T else 0.0 for s, t in fitted])
 
 
-def _prepare(x: FloatArray, min_segment: int) -> tuple[FloatArray, int | None, int]:
-    """Clip outliers, then remove a cycle found in any column: (series, period, clipped)."""
+def _prepare(x: FloatArray, min_segment: int) -> tuple[FloatArray, int | None, int, FloatArray]:
+    """Clip outliers, then remove a cycle found in any column.
+
+    Returns (series, period, how many values were clipped, the cycle removed per column).
+    """
     window = 2 * min_segment + 1
     columns, clipped = [], 0
     for j in range(x.shape[1]):
@@ -659,9 +723,10 @@ def _prepare(x: FloatArray, min_segment: int) -> tuple[FloatArray, int | None, i
     # Cycles shorter than two segments cannot create a change point on their own.
     periods = [robust_mod.detect_period(c, min_period=2 * min_segment) for c in columns]
     period = max((p for p in periods if p is not None), default=None)
-    if period is not None:
-        out = np.column_stack([robust_mod.remove_cycle(c, period)[0] for c in columns])
-    return out, period, clipped
+    if period is None:
+        return out, None, clipped, np.zeros_like(out)
+    flat = np.column_stack([robust_mod.remove_cycle(c, period)[0] for c in columns])
+    return flat, period, clipped, out - flat
 
 
 def _residual_scale(level: FloatArray, bounds: list[int]) -> FloatArray:
