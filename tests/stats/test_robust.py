@@ -129,14 +129,14 @@ def test_effect_floor_drops_tiny_significant_shifts() -> None:
 @pytest.mark.parametrize("cycle", [False, True], ids=["trend", "trend+cycle"])
 def test_shifts_on_a_trend_without_extra_points(cycle: bool) -> None:
     # two shifts, one against the trend: measured 6% of 150 series with any extra point; both
-    # shifts found (within 5 observations: removing a cycle blurs the location a little)
+    # shifts found (within 8 observations: a cycle 1.5 times the shift blurs the location)
     extra = found = 0
     for i in range(60):
         x = 0.01 * T + np.where(T >= 400, 3.0, 0.0) - np.where(T >= 150, 2.0, 0.0)
         x = x + (square(40) if cycle else 0.0) + np.random.default_rng(2000 + i).standard_normal(N)
         indices = find_change_points(x).indices
-        found += all(any(abs(j - c) <= 5 for j in indices) for c in (150, 400))
-        extra += any(min(abs(j - 150), abs(j - 400)) > 5 for j in indices)
+        found += all(any(abs(j - c) <= 8 for j in indices) for c in (150, 400))
+        extra += any(min(abs(j - 150), abs(j - 400)) > 8 for j in indices)
     assert found >= 57 and extra <= 8
 
 
