@@ -76,3 +76,18 @@ def test_bad_input_exits_2(
     )
     assert code == 2 and out == ""
     assert re.search(pattern, err), err
+
+
+def test_raw_search_cuts_a_trend_the_default_removes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(3)
+    rows = [f"{1714550400 + 60 * i},{10 + 0.02 * i + rng.normal(0, 1):.3f}" for i in range(600)]
+    path = tmp_path / "growing.csv"
+    path.write_text("time,latency_ms\n" + "\n".join(rows) + "\n")
+    code, out, _ = run(capsys, "--format", "jsonl", "changepoints", str(path), "-c", "latency_ms")
+    assert code == 0 and out.strip() == ""  # one trend, no change points
+    code, out, _ = run(
+        capsys, "--format", "jsonl", "changepoints", str(path), "-c", "latency_ms", "--raw"
+    )
+    assert len(out.strip().splitlines()) >= 3  # the paper's search sees a staircase

@@ -217,6 +217,13 @@ def changepoints(
     alpha: Annotated[float, typer.Option(help="False-positive rate per series.")] = 0.05,
     min_segment: Annotated[int, typer.Option(help="Fewest observations per segment.")] = 5,
     method: Annotated[str, typer.Option(help="fpa (default), paper or f.")] = "fpa",
+    raw: Annotated[
+        bool,
+        typer.Option(help="Search the raw values (no outlier clipping, cycle or trend removal)."),
+    ] = False,
+    min_effect: Annotated[
+        float, typer.Option(help="Drop shifts smaller than this many noise standard deviations.")
+    ] = 0.5,
     store: Annotated[
         Path | None, typer.Option("--store", help="Also keep samples and findings here.")
     ] = None,
@@ -232,7 +239,13 @@ def changepoints(
 
     detector = create(
         "changepoint",
-        {"alpha": alpha, "min_segment": min_segment, "method": method},
+        {
+            "alpha": alpha,
+            "min_segment": min_segment,
+            "method": method,
+            "robust": not raw,
+            "min_effect": min_effect,
+        },
         source="options",
     )
     table, locate = read_table(file)
