@@ -7,6 +7,7 @@ the same rules as every other: empty input, NaNs, ordered times, determinism, TO
 from __future__ import annotations
 
 import contextlib
+import functools
 import tomllib
 from collections.abc import Callable
 
@@ -30,9 +31,23 @@ def _workload_sample() -> pd.DataFrame:
     return demo_frames(seed=7)["workload"]
 
 
+@functools.cache
+def _process_fleet() -> pd.DataFrame:
+    from perfsleuth.datasets.fleet import SCENARIOS, simulate_fleet
+    from perfsleuth.frames import normalise
+
+    run = simulate_fleet(len(SCENARIOS), interval="15m", seed=3)
+    return normalise(run.frame, "process", source="fleet")
+
+
+def _process_sample() -> pd.DataFrame:
+    return _process_fleet().copy()
+
+
 SAMPLES: dict[str, Callable[[], pd.DataFrame]] = {
     "metric": _metric_sample,
     "workload": _workload_sample,
+    "process": _process_sample,
 }
 
 DETECTORS = names()

@@ -38,6 +38,10 @@ config_app = typer.Typer(
 )
 app.add_typer(config_app, name="config")
 
+from perfsleuth.process.cli import processes_app  # noqa: E402  (Typer only; work is lazy)
+
+app.add_typer(processes_app, name="processes")
+
 log = logging.getLogger("perfsleuth")
 
 

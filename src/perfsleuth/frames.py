@@ -60,6 +60,7 @@ class Contract:
     optional_numeric: tuple[str, ...] = ()
     nonnegative: tuple[str, ...] = ()
     text: tuple[str, ...] = ()
+    optional_text: tuple[str, ...] = ()
     integer: tuple[str, ...] = ()
     series: tuple[str, ...] = ()
     has_time: bool = True
@@ -86,9 +87,13 @@ PROCESS = Contract(
     "process",
     required=("time", "node", "pid", "name", "user", "cpu", "rss_bytes"),
     numeric=("cpu", "rss_bytes"),
-    optional_numeric=("io_bytes",),
-    nonnegative=("cpu", "rss_bytes", "io_bytes"),
+    # Optional per-row node context (denormalised so one node's rows are self-contained):
+    # ncpu, machine_cpu (cores busy on the whole machine in the interval), volume (business
+    # volume per interval), file_bytes (size of the files the process holds open for writing).
+    optional_numeric=("io_bytes", "ncpu", "machine_cpu", "volume", "file_bytes"),
+    nonnegative=("cpu", "rss_bytes", "io_bytes", "ncpu", "machine_cpu", "volume", "file_bytes"),
     text=("node", "name", "user"),
+    optional_text=("os",),
     integer=("pid",),
     series=("node", "pid", "name"),
 )
@@ -236,7 +241,7 @@ def normalise(
     numeric = list(spec.numeric) + [c for c in spec.optional_numeric if c in out.columns]
     if spec.name == "workload":
         numeric += _check_workload_columns(out, where)
-    for column in spec.text:
+    for column in (*spec.text, *(c for c in spec.optional_text if c in out.columns)):
         _text(out, column, where)
     for column in spec.integer:
         _integer(out, column, where)

@@ -16,6 +16,13 @@ __all__ = ["DETECTORS", "create", "detector_class", "names"]
 DETECTORS: dict[str, str] = {
     "changepoint": "perfsleuth.detectors.changepoint:ChangePointDetector",
     "workload_mix": "perfsleuth.detectors.workload:MixAnomalyDetector",
+    "cpu_loop": "perfsleuth.process.detectors:CpuLoopDetector",
+    "constrained_loop": "perfsleuth.process.detectors:ConstrainedLoopDetector",
+    "hum": "perfsleuth.process.detectors:HumDetector",
+    "memory_ramp": "perfsleuth.process.detectors:MemoryRampDetector",
+    "saw_tooth": "perfsleuth.process.detectors:SawToothDetector",
+    "cap_exceeded": "perfsleuth.process.detectors:CapExceededDetector",
+    "capture_ratio": "perfsleuth.process.detectors:CaptureRatioDetector",
 }
 
 
