@@ -191,3 +191,134 @@ def test_f_variant_matches_scipy() -> None:
     assert fpa.f_p_value(t, 200, dims=3) == pytest.approx(0.01)
     # ...and it is far below the FPA value for the same n (the paper's ~95% false positives)
     assert fpa.f_critical_value(1000, 0.05) - 1 < 0.5 * (fpa.critical_value(1000, 0.1, 0.05) - 1)
+
+
+# -- several columns searched jointly ------------------------------------------------------------
+
+MULTI = (2, 3, 4, 8)
+
+
+def test_several_column_tables_load_and_document_their_provenance() -> None:
+    assert (1, *MULTI) == fpa.DIMS_GRID
+    assert fpa.load_table().dims == 1 and fpa.table_path(1) == fpa.TABLE_PATH
+    for k in MULTI:
+        assert fpa.table_path(k).stat().st_size < 1_000_000
+        table = fpa.load_table(k)
+        assert table.dims == k
+        assert tuple(table.phi) == fpa.PHI_GRID
+        assert tuple(table.min_segment) == fpa.MIN_SEGMENT_GRID
+        assert tuple(table.tail_prob) == fpa.TAIL_PROB_GRID
+        assert table.n[-1] == 1_000_000 and table.n_simulated_max == 10_000
+        simulated = table.n <= table.n_simulated_max
+        assert np.all(table.reps[simulated] >= 2000) and np.all(table.reps[~simulated] == 0)
+        assert np.all(np.isfinite(table.offset[table.n >= 40]))
+
+
+@pytest.mark.parametrize(
+    ("dims", "tabulated"), [(1, 1), (2, 2), (3, 3), (5, 4), (7, 4), (8, 8), (50, 8)]
+)
+def test_untabulated_column_counts_use_the_next_smaller_table(dims: int, tabulated: int) -> None:
+    assert fpa.table_dims(dims) == tabulated
+    assert fpa.load_table(dims) is fpa.load_table(tabulated)
+    assert fpa.critical_value(300, 0.4, 0.05, dims=dims) == fpa.critical_value(
+        300, 0.4, 0.05, dims=tabulated
+    )
+
+
+@pytest.mark.parametrize("dims", [0, -1, 2.0, True])
+def test_column_count_must_be_a_positive_integer(dims: object) -> None:
+    with pytest.raises(ValueError, match="dims"):
+        fpa.load_table(dims)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dims", MULTI)
+@pytest.mark.parametrize("m", [1, 5])
+def test_several_column_tables_are_monotone_in_p_and_phi(dims: int, m: int) -> None:
+    table = fpa.load_table(dims)
+    k = list(table.min_segment).index(m)
+    assert np.all(np.diff(table.log_excess[:, :, k, :], axis=-1)[table.n >= 3 * m] > 0)
+    big = table.n >= max(100, 10 * m)
+    # With m = 1 and φ < 0 the best split cuts off one end point, where T hardly depends on φ;
+    # with many columns the step from φ = −.4 to −.2 is then within the simulation noise.
+    lo = 1 if m == 1 else 0
+    for alpha in (0.10, 0.05, 0.01):
+        q = table.log_excess[big, lo:, k, list(table.tail_prob).index(alpha)]
+        assert np.all(np.diff(q, axis=0) < 0), f"not decreasing in n at alpha={alpha}"
+        assert np.all(np.diff(q, axis=1) > 0), f"not increasing in phi at alpha={alpha}"
+    # 4,000 replicates leave ~4 beyond the .001 quantile: neighbours may cross, but only a little
+    far = table.log_excess[big, lo:, k, list(table.tail_prob).index(0.001)]
+    assert np.all(np.diff(far, axis=1) > -0.1)
+
+
+def test_upper_quantiles_fall_with_the_number_of_columns() -> None:
+    # More columns average more squared bridges: the upper tail of T − 1 shrinks (the body does
+    # not: the lower quantiles rise as T concentrates, so this holds for the tail tests use).
+    tails = [list(fpa.TAIL_PROB_GRID).index(p) for p in (0.15, 0.1, 0.05, 0.01, 0.005)]
+    q = np.stack([fpa.load_table(k).log_excess[..., tails] for k in fpa.DIMS_GRID])
+    finite = np.all(np.isfinite(q), axis=0)
+    splittable = fpa.load_table().n[:, None] >= np.maximum(2 * np.array(fpa.MIN_SEGMENT_GRID), 3)
+    assert np.array_equal(finite, np.broadcast_to(splittable[:, None, :, None], finite.shape))
+    assert np.all(np.diff(q, axis=0)[:, finite] < 0)
+    assert fpa.critical_value(200, 0.5, 0.05, dims=2) < fpa.critical_value(200, 0.5, 0.05)
+
+
+@pytest.mark.parametrize("dims", [2, 8])
+def test_critical_value_and_p_value_are_inverse_for_several_columns(dims: int) -> None:
+    for n, phi in [(12, 0.2), (400, 0.7), (2_000_000, -0.1)]:
+        for alpha in (0.5, 0.05, 0.001, 1e-7):
+            t = fpa.critical_value(n, phi, alpha, min_segment=3, phi_estimated=True, dims=dims)
+            p = fpa.p_value(t, n, phi, min_segment=3, phi_estimated=True, dims=dims)
+            assert p == pytest.approx(alpha, rel=1e-6)
+
+
+def test_joint_statistic_is_the_summed_ssq_ratio_at_the_best_split() -> None:
+    # Brute force over every split: T = Σ SSQ(whole) / min Σ (SSQ(left) + SSQ(right)).
+    x = np.random.default_rng(5).standard_normal((7, 3, 15)).cumsum(axis=2)
+    excess, lag1 = fpa._excess_rows(x, (1, 4))
+
+    def ssq(a: np.ndarray) -> float:
+        return float(((a - a.mean(axis=-1, keepdims=True)) ** 2).sum())
+
+    for i, rep in enumerate(x):
+        whole = ssq(rep)
+        for j, m in enumerate((1, 4)):
+            within = min(ssq(rep[:, :s]) + ssq(rep[:, s:]) for s in range(m, 15 - m + 1))
+            assert excess[j, i] == pytest.approx(whole / within - 1, rel=1e-9)
+        c = rep - rep.mean(axis=1, keepdims=True)
+        r = (c[:, 1:] * c[:, :-1]).sum(axis=1) / (c * c).sum(axis=1)
+        assert lag1[i] == pytest.approx(r.max(), rel=1e-12)  # the search's max over columns
+
+
+def test_several_column_simulation_is_seeded_per_column_count() -> None:
+    a = fpa.simulate_t(40, 0.3, 200, seed=1, dims=2)
+    assert np.array_equal(a, fpa.simulate_t(40, 0.3, 200, seed=1, dims=2))
+    assert not np.array_equal(a, fpa.simulate_t(40, 0.3, 200, seed=1, dims=3))
+    assert np.median(fpa.simulate_t(40, 0.3, 2000, seed=1, dims=4)) < np.median(
+        fpa.simulate_t(40, 0.3, 2000, seed=1)
+    )
+
+
+def _noise_scale(x: np.ndarray) -> np.ndarray:
+    # find_change_points' common scale (changepoint._noise_scale), per replicate and column
+    d = np.diff(x, axis=-1)
+    mad = np.median(np.abs(d - np.median(d, axis=-1, keepdims=True)), axis=-1)
+    scale = mad * (1.4826 / math.sqrt(2.0))
+    return np.where(scale > 0, scale, 1.0)
+
+
+@pytest.mark.parametrize("dims", [2, 4])
+@pytest.mark.parametrize("phi", [0.0, 0.5])
+def test_joint_test_has_its_nominal_size(dims: int, phi: float) -> None:
+    # The top-level test of find_change_points on k AR(1) metrics with no change: columns on
+    # their own scales, put on a common one, optimal joint split, critical value from the
+    # k-column table at the largest column autocorrelation.
+    n, reps, m, alpha = 200, 1000, 5, 0.05
+    rng = np.random.default_rng(2000 + 10 * dims + int(10 * phi))
+    raw = fpa._ar1(rng, reps * dims, n, phi).reshape(reps, dims, n)
+    raw *= np.geomspace(0.01, 100.0, dims)[:, None]
+    excess, r = fpa._excess_rows(raw / _noise_scale(raw)[..., None], (m,))
+    critical = np.array(
+        [fpa.critical_value(n, v, alpha, min_segment=m, phi_estimated=True, dims=dims) for v in r]
+    )
+    size = float(np.mean(1.0 + excess[0] > critical))
+    assert 0.03 <= size <= 0.08

@@ -48,6 +48,48 @@ help). δ is a small-sample correction of order 1/n while its simulation noise s
 (this also extends it beyond them). At φ ≥ .8 and n ≤ 20, r says little about φ and the rate
 is still 7–11%.
 
+Several columns
+---------------
+The search splits n × k input jointly: columns on a common noise scale, then
+``T = Σ_cols SSQ(whole) / Σ_cols (SSQ(left) + SSQ(right))`` at the split maximising the summed
+between-part SSQ. For k independent AR(1) columns with one φ and equal variance, n (T − 1) tends
+to (1+φ)/(1−φ) times the maximum of the *average* of k squared Brownian bridges, whose upper tail
+shrinks as k grows; the 1-D table at the largest column φ is therefore very conservative (size
+.002 at α = .05, k = 2, n = 200). ``data/fpa_table_d{k}.npz``, k ∈ :data:`DIMS_GRID`, hold the
+same quantities simulated with k such columns per replicate (unit innovations; r is the largest
+of the columns' lag-1 autocorrelations, as the search takes it). :func:`load_table` ``(dims)``
+uses the largest tabulated k not above ``dims``. The upper quantiles (p ≤ .15, all a test uses)
+fall with k in every cell, so this is conservative; the body does not (lower quantiles rise as T
+concentrates), so p-values above ~.3 for an untabulated k are not bounds.
+
+* **Plan.** The 1-D grids; ``min(4,000, max(2,000, 2·10⁷ / n))`` replicates of k columns per
+  (n, φ), simulated up to n = 10⁴ and extrapolated as above from 1,000–10,000 (1-D: 40,000,
+  2·10⁸, 4·10⁴). Build: 70, 101, 140 and 267 s of CPU for k = 2, 3, 4, 8 (1-D: 740 s).
+* **Accuracy.** Against fresh simulations (40,000 replicates, another seed; n = 20–6,310, k = 2,
+  4, 8) T − 1 is within 4% at p ≥ .01 and 7% at p = .001. At n = 39,811 (extrapolated) it is
+  within 4% of a simulation (2,000 replicates; k = 2, 8; φ = 0, .5, .9; p ≥ .01), the
+  simulation's own noise. Fitted on 251–2,512 instead, the extrapolation predicted the simulated
+  10⁴ within 13% for φ ≤ .95 and p ≥ .005 (1-D: 8%). The far tail is noisy (~4 replicates beyond
+  the .001 quantile): there neighbouring φ or k can cross by a few percent in T − 1, up to 7%
+  once extrapolated to 10⁶.
+* **Offsets.** r is a maximum of k estimates, biased up by about E[max of k standard normals] ·
+  √((1 − φ²)/n): δ is of order 1/√n, not 1/n, and is pooled as c/√n from n = 1000 on (pooled as
+  c/n it over-corrected: size .06–.07 at n = 1000, k = 8).
+* **Measured size** (α = .05, ``min_segment`` 5, columns scaled as the search does, 4,000 series
+  per cell, no change): .041–.059 for n ∈ {200, 1000, 5000}, φ ∈ {0, .5, .8, .9}, k ∈ {2, 3, 4},
+  and .037–.059 for k = 8; at n = 50, .045–.081; at n = 20, .066–.21 (worst at φ = .9 and large
+  k: the estimated φ, as in 1-D, and the estimated column scales, which leave the columns unequal
+  weights). The 1-D table at the largest φ gave .002.
+* **Assumptions.** Independent columns with the same φ. Otherwise this is not conservative:
+  the common noise scale gives a column of larger φ more weight (its variance grows like
+  1/(1 − φ)), and correlated columns carry less independent evidence, so fewer columns
+  effectively count. Measured (n = 200 and 1000): φ = (.9, 0) .19; (.5, 0) .075;
+  (.8, 0, 0, 0) .19–.24; innovations correlated .5 between two columns .11–.12, four columns .21.
+  The 1-D table stays conservative in all these cases. Looking up an *effective* number of
+  columns, ``(tr Ω)² / tr(Ω²)`` with Ω the long-run covariance of the scaled columns,
+  interpolated in 1/k between tables, kept every one of these cases at .002–.077 and the
+  equal-φ ones at .027–.058 (later work: the search would have to pass it).
+
 Lookups
 -------
 :func:`critical_value` and :func:`p_value` interpolate bilinearly in ``(log n, u)`` with
@@ -79,6 +121,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "DIMS_GRID",
     "MIN_SEGMENT_GRID",
     "PHI_GRID",
     "TABLE_PATH",
@@ -95,12 +138,17 @@ __all__ = [
     "paper_critical_value",
     "simulate_excess",
     "simulate_t",
+    "table_dims",
+    "table_path",
 ]
 
 FloatArray = NDArray[np.float64]
 
 TABLE_PATH = Path(__file__).with_name("data") / "fpa_table.npz"
-"""Where the shipped table lives (inside the package)."""
+"""Where the shipped one-column table lives (inside the package); see :func:`table_path`."""
+
+DIMS_GRID: tuple[int, ...] = (1, 2, 3, 4, 8)
+"""Numbers of jointly searched columns with a shipped table."""
 
 PHI_GRID: tuple[float, ...] = (
     -0.4,
@@ -193,24 +241,29 @@ def _ar1(rng: np.random.Generator, rows: int, n: int, phi: float) -> FloatArray:
 
 
 def _excess_rows(x: FloatArray, min_segments: Sequence[int]) -> tuple[FloatArray, FloatArray]:
-    """T − 1 at the optimal split of each row of ``x``, for each minimum segment length, and
-    each row's lag-1 autocorrelation (the estimate the search's test uses).
+    """T − 1 at the optimal split of each replicate in ``x``, for each minimum segment length,
+    and each replicate's lag-1 autocorrelation (the estimate the search's test uses).
 
-    Same arithmetic as the search: centre, prefix sums, between-part SSQ
-    ``B(k) = n S_k² / (k (n − k))``, ``T − 1 = max B / (SSQ − max B)``. Rows are (reps, n).
+    ``x`` is (reps, n) for one series per replicate or (reps, dims, n) for several columns
+    searched jointly. Same arithmetic as the search: centre each column, prefix sums, between-part
+    SSQ ``B(k) = n Σ_cols S_k² / (k (n − k))``, ``T − 1 = max B / (SSQ − max B)`` with SSQ summed
+    over the columns; the autocorrelation is the largest of the columns' (as the search takes it).
     Lengths that cannot be split with a given m give NaN.
     """
-    rows, n = x.shape
+    if x.ndim == 2:
+        x = x[:, None, :]
+    rows, _, n = x.shape
     out = np.full((len(min_segments), rows), np.nan)
-    xc = x - x.mean(axis=1, keepdims=True)
-    whole = np.einsum("ij,ij->i", xc, xc)
-    lag1 = np.einsum("ij,ij->i", xc[:, 1:], xc[:, :-1]) / whole
+    xc = x - x.mean(axis=2, keepdims=True)
+    ssq = np.einsum("ijk,ijk->ij", xc, xc)
+    whole = ssq.sum(axis=1)
+    lag1 = (np.einsum("ijk,ijk->ij", xc[..., 1:], xc[..., :-1]) / ssq).max(axis=1)
     valid = [m for m in min_segments if n >= _min_length(m)]
     if not valid:
         return out, lag1
-    s = np.cumsum(xc[:, :-1], axis=1)  # s[:, k-1] = sum of the first k values
+    s = np.cumsum(xc[..., :-1], axis=2)  # s[..., k-1] = sum of the first k values
     k = np.arange(1, n, dtype=float)
-    b = s * s * (n / (k * (n - k)))
+    b = (s * s).sum(axis=1) * (n / (k * (n - k)))
     big = max(valid)
     # The max over k in [m, n-m] = max(core over [big, n-big], the two edge strips): the core is
     # shared by every m, so several m cost little more than one.
@@ -228,44 +281,59 @@ def _excess_rows(x: FloatArray, min_segments: Sequence[int]) -> tuple[FloatArray
     return out, lag1
 
 
-def _cell_rng(seed: int, n: int, phi: float) -> np.random.Generator:
+def _cell_rng(seed: int, n: int, phi: float, dims: int = 1) -> np.random.Generator:
     # Keyed by the values, not grid positions, so adding grid points leaves other cells unchanged.
+    # One column keeps the key it had before several columns were tabulated (same 1-D table).
     phi_key = round((phi + 1.0) * 1_000_000)
-    return np.random.default_rng(np.random.SeedSequence([seed, n, phi_key]))
+    key = [seed, n, phi_key] if dims == 1 else [seed, n, phi_key, dims]
+    return np.random.default_rng(np.random.SeedSequence(key))
 
 
 def simulate_excess(
-    n: int, phi: float, reps: int, seed: int, *, min_segments: Sequence[int] = (1,)
+    n: int,
+    phi: float,
+    reps: int,
+    seed: int,
+    *,
+    min_segments: Sequence[int] = (1,),
+    dims: int = 1,
 ) -> FloatArray:
     """Simulated ``T − 1`` under H0 for several minimum segment lengths (same draws for each).
 
+    With ``dims > 1`` each replicate is ``dims`` independent AR(1) columns searched jointly.
     Returns an array of shape ``(len(min_segments), reps)``; NaN rows for m that cannot split n.
     """
-    return _simulate(n, phi, reps, seed, min_segments)[0]
+    return _simulate(n, phi, reps, seed, min_segments, dims)[0]
 
 
 def _simulate(
-    n: int, phi: float, reps: int, seed: int, min_segments: Sequence[int]
+    n: int, phi: float, reps: int, seed: int, min_segments: Sequence[int], dims: int = 1
 ) -> tuple[FloatArray, FloatArray]:
-    """(T − 1 per min segment, sample lag-1 autocorrelation) of ``reps`` AR(1) series."""
+    """(T − 1 per min segment, sample lag-1 autocorrelation) of ``reps`` replicates of ``dims``
+    independent AR(1) columns (the largest column autocorrelation, as the search uses)."""
     if not -1.0 < phi < 1.0:
         raise ValueError(f"phi must be in (-1, 1) for a stationary AR(1), got {phi}")
     if n < 3 or reps < 1:
         raise ValueError(f"need n >= 3 and reps >= 1, got n={n}, reps={reps}")
-    rng = _cell_rng(seed, n, phi)
-    rows_per_block = max(1, _CHUNK // n)
+    if dims < 1:
+        raise ValueError(f"dims must be >= 1, got {dims}")
+    rng = _cell_rng(seed, n, phi, dims)
+    rows_per_block = max(1, _CHUNK // (n * dims))
     excess, lag1 = [], []
     done = 0
     while done < reps:
         rows = min(rows_per_block, reps - done)
-        e, r = _excess_rows(_ar1(rng, rows, n, phi), min_segments)
+        x = _ar1(rng, rows * dims, n, phi).reshape(rows, dims, n)
+        e, r = _excess_rows(x, min_segments)
         excess.append(e)
         lag1.append(r)
         done += rows
     return np.concatenate(excess, axis=1), np.concatenate(lag1)
 
 
-def simulate_t(n: int, phi: float, reps: int, seed: int, *, min_segment: int = 1) -> FloatArray:
+def simulate_t(
+    n: int, phi: float, reps: int, seed: int, *, min_segment: int = 1, dims: int = 1
+) -> FloatArray:
     """``reps`` values of T for optimally partitioned AR(1) series of length n (seeded).
 
     Parameters
@@ -280,10 +348,13 @@ def simulate_t(n: int, phi: float, reps: int, seed: int, *, min_segment: int = 1
         Seed; the same (n, φ, reps, seed) always gives the same values.
     min_segment
         Smallest allowed part; the split is optimal over ``min_segment <= k <= n - min_segment``.
+    dims
+        Number of independent AR(1) columns (same φ, unit innovations) split jointly.
     """
     if min_segment < 1 or n < _min_length(min_segment):
         raise ValueError(f"cannot split n={n} with min_segment={min_segment}")
-    t: FloatArray = 1.0 + simulate_excess(n, phi, reps, seed, min_segments=(min_segment,))[0]
+    excess = simulate_excess(n, phi, reps, seed, min_segments=(min_segment,), dims=dims)
+    t: FloatArray = 1.0 + excess[0]
     return t
 
 
@@ -295,7 +366,8 @@ def simulate_t(n: int, phi: float, reps: int, seed: int, *, min_segment: int = 1
 @dataclass(frozen=True, eq=False)
 class FPATable:
     """Quantiles of ``log(T − 1)`` under H0 over (n, φ, m, upper-tail probability p), and the
-    offsets that calibrate a test using the sample lag-1 autocorrelation instead of the true φ.
+    offsets that calibrate a test using the sample lag-1 autocorrelation instead of the true φ,
+    for ``dims`` columns searched jointly.
     """
 
     n: NDArray[np.int64]
@@ -309,6 +381,7 @@ class FPATable:
     n_simulated_max: int
     slope: FloatArray  # extrapolation: d n(T-1) / d log log n, shape (phi, m, p)
     seconds: float = float("nan")  # generation time
+    dims: int = 1  # number of columns searched jointly
 
     @functools.cached_property
     def _log_n(self) -> FloatArray:
@@ -340,6 +413,7 @@ class FPATable:
             n_simulated_max=np.int64(self.n_simulated_max),
             slope=self.slope.astype(np.float32),
             seconds=np.float64(self.seconds),
+            dims=np.int64(self.dims),
         )
 
     @classmethod
@@ -357,6 +431,7 @@ class FPATable:
                 n_simulated_max=int(data["n_simulated_max"]),
                 slope=data["slope"].astype(float),
                 seconds=float(data["seconds"]),
+                dims=int(data["dims"]) if "dims" in data else 1,  # the 1-D file predates dims
             )
 
     # -- lookups -------------------------------------------------------------------------------
@@ -483,10 +558,12 @@ def build_table(
     seed: int,
     n_simulated_max: int,
     extrapolation_points: int = 6,
+    dims: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> FPATable:
-    """Simulate the FPA table (see the module docstring); lengths above ``n_simulated_max`` are
-    extrapolated from the largest ``extrapolation_points`` simulated lengths."""
+    """Simulate the FPA table (see the module docstring) for ``dims`` columns searched jointly;
+    lengths above ``n_simulated_max`` are extrapolated from the largest ``extrapolation_points``
+    simulated lengths. ``reps(n)`` is the number of replicates (of all ``dims`` columns) at n."""
     ns = np.array(sorted(set(n_grid)), dtype=np.int64)
     phis = np.array(phi_grid, dtype=float)
     ms = np.array(min_segments, dtype=np.int64)
@@ -505,7 +582,7 @@ def build_table(
         reps_used[i] = r
         samples = []
         for j, phi in enumerate(phis):
-            excess, lag1 = _simulate(int(n), float(phi), r, seed, tuple(map(int, ms)))
+            excess, lag1 = _simulate(int(n), float(phi), r, seed, tuple(map(int, ms)), dims)
             samples.append((excess, lag1))
             for k in range(len(ms)):
                 if np.isnan(excess[k, 0]):
@@ -515,7 +592,7 @@ def build_table(
         if progress is not None:
             progress(f"n={n:>8} reps={r:>6} elapsed={time.perf_counter() - started:7.1f}s")
     slope = extrapolate(table, ns, len(simulated), extrapolation_points)
-    _smooth_offsets(offset, ns, reps_used, len(simulated))
+    _smooth_offsets(offset, ns, reps_used, len(simulated), rate=1.0 if dims == 1 else 0.5)
     return FPATable(
         n=ns,
         phi=phis,
@@ -528,6 +605,7 @@ def build_table(
         n_simulated_max=int(simulated[-1]),
         slope=slope,
         seconds=time.perf_counter() - started,
+        dims=dims,
     )
 
 
@@ -594,35 +672,60 @@ def _smooth_offsets(
     reps: NDArray[np.int64],
     simulated: int,
     n_pool: int = 1000,
+    *,
+    rate: float = 1.0,
 ) -> None:
     """Tidy the raw offsets in place (grid edges, noise at large n, lengths beyond simulation).
 
     * At the first and last φ the lookup clips φ, so the size is flat in δ on one side and the
       raw δ is arbitrary there: the neighbour's δ is used.
-    * δ is a small-sample correction of order 1/n while its simulation noise is of order
-      1/√(n · reps): from ``n_pool`` on, δ = c / n with c the inverse-variance weighted mean of
-      n·δ over the simulated lengths ≥ ``n_pool`` (weights reps / n), also for longer lengths.
+    * δ is a small-sample correction of order ``n^-rate`` while its simulation noise is of order
+      1/√(n · reps): from ``n_pool`` on, δ = c / n^rate with c the inverse-variance weighted mean
+      of n^rate · δ over the simulated lengths ≥ ``n_pool`` (weights reps / n^(2 rate − 1)),
+      also for longer lengths. One column: rate 1 (the bias of r); several: rate ½ (the largest
+      of several r is biased up by a multiple of their standard error).
     """
     offset[:, 0] = offset[:, 1]
     offset[:, -1] = offset[:, -2]
     pool = np.flatnonzero((n >= n_pool) & (np.arange(len(n)) < simulated))
     if len(pool) == 0:
         return
-    weights = reps[pool] / n[pool]
-    scaled = n[pool, None, None, None] * offset[pool]
+    weights = reps[pool] / n[pool] ** (2.0 * rate - 1.0)
+    scaled = n[pool, None, None, None] ** rate * offset[pool]
     c = np.einsum("i,i...->...", weights, scaled) / weights.sum()
     later = np.flatnonzero(n >= n[pool[0]])
-    offset[later] = c[None] / n[later, None, None, None]
+    offset[later] = c[None] / n[later, None, None, None] ** rate
 
 
-@functools.lru_cache(maxsize=1)
-def load_table() -> FPATable:
-    """The shipped table (loaded once)."""
-    if not TABLE_PATH.exists():
+def table_dims(dims: int) -> int:
+    """The tabulated number of columns used for ``dims`` columns: the largest in
+    :data:`DIMS_GRID` not above it (conservative: more columns concentrate T)."""
+    if isinstance(dims, bool) or not isinstance(dims, int | np.integer) or dims < 1:
+        raise ValueError(f"dims must be a positive integer, got {dims!r}")
+    return max(k for k in DIMS_GRID if k <= dims)
+
+
+def table_path(dims: int = 1) -> Path:
+    """Where the shipped table for ``dims`` tabulated columns lives (one of :data:`DIMS_GRID`)."""
+    if dims not in DIMS_GRID:
+        raise ValueError(f"no table for dims={dims}; tabulated: {DIMS_GRID}")
+    return TABLE_PATH if dims == 1 else TABLE_PATH.with_name(f"fpa_table_d{dims}.npz")
+
+
+def load_table(dims: int = 1) -> FPATable:
+    """The shipped table for ``dims`` columns searched jointly (loaded once): the one for the
+    largest tabulated number of columns not above ``dims`` (see :func:`table_dims`)."""
+    return _load_table(table_dims(dims))
+
+
+@functools.lru_cache(maxsize=len(DIMS_GRID))
+def _load_table(dims: int) -> FPATable:
+    path = table_path(dims)
+    if not path.exists():
         raise FileNotFoundError(
-            f"FPA table missing at {TABLE_PATH}; build it with scripts/make_fpa_table.py"
+            f"FPA table missing at {path}; build it with scripts/make_fpa_table.py --dims {dims}"
         )
-    return FPATable.load(TABLE_PATH)
+    return FPATable.load(path)
 
 
 def critical_value(
@@ -632,23 +735,33 @@ def critical_value(
     *,
     min_segment: int = 1,
     phi_estimated: bool = False,
+    dims: int = 1,
 ) -> float:
     """FPA critical value: T exceeded with probability ``alpha`` by an optimally partitioned
     AR(1) series of length ``n`` and lag-1 autocorrelation ``phi`` (no change point).
 
     ``min_segment = 1`` is the paper's unrestricted search; pass the search's own value. With
     ``phi_estimated=True``, ``phi`` is the sample lag-1 autocorrelation of the same segment and
-    the value is calibrated so that the test has size ``alpha`` whatever the true φ.
+    the value is calibrated so that the test has size ``alpha`` whatever the true φ. With
+    ``dims`` columns searched jointly (on a common noise scale), ``phi`` is the largest of the
+    columns' lag-1 autocorrelations and the table is :func:`load_table` ``(dims)``.
     """
-    return load_table().critical_value(n, phi, alpha, min_segment, phi_estimated=phi_estimated)
+    return load_table(dims).critical_value(n, phi, alpha, min_segment, phi_estimated=phi_estimated)
 
 
 def p_value(
-    t: float, n: float, phi: float, *, min_segment: int = 1, phi_estimated: bool = False
+    t: float,
+    n: float,
+    phi: float,
+    *,
+    min_segment: int = 1,
+    phi_estimated: bool = False,
+    dims: int = 1,
 ) -> float:
     """FPA p-value: the probability that an optimally partitioned AR(1) series with no change
-    point gives a statistic above ``t`` (``phi_estimated`` as in :func:`critical_value`)."""
-    return load_table().p_value(t, n, phi, min_segment, phi_estimated=phi_estimated)
+    point gives a statistic above ``t`` (``phi_estimated`` and ``dims`` as in
+    :func:`critical_value`)."""
+    return load_table(dims).p_value(t, n, phi, min_segment, phi_estimated=phi_estimated)
 
 
 def paper_critical_value(n: float, phi: float) -> float:
