@@ -36,7 +36,14 @@ phi_residual)(1 − 1/T)``, so any test built from (T, phi_residual) is one buil
 residual test calibrated to size α had the same power as the null one in our simulations (one
 shift, a short bump, a staircase; φ from 0 to .9). Estimating the nuisance parameter under H0 is
 what keeps the size at α whatever φ is; the power lost to not knowing φ, which is large for
-φ ≳ .8, remains. Other changes inside a tested segment still inflate ``phi`` (later work).
+φ ≳ .8, remains. Other changes inside a tested segment still inflate ``phi``: a staircase of
+four 3σ shifts in 150 white-noise points has ``phi`` ≈ .9 and is never split. So with
+``robust=True`` the test uses ``min(phi, bound)``, where ``bound`` is an upper confidence bound
+(+2 SE) for φ from the lag-1 autocorrelation of the winsorised first differences, which a shift
+barely touches (see ``_difference_phi_bound``). That staircase is then found 74% of the time
+(0% before; 99% against 92% at n = 400), at a cost in size of at most +.02 (AR(1), n ∈ {30, 100,
+300, 1000}, φ ∈ {0, .5, .8, .9}, 500 series each: .018–.108, the highest at φ = .9, n = 300,
+against .018–.088 without the bound).
 Measured false-positive rates at α = .05 with no change (2,000 AR(1) series per cell): .040–.059
 for n ∈ {50, 200, 1000, 5000} and φ ∈ {0, .5, .8, .9}; .047–.072 at n = 20.
 
@@ -425,6 +432,33 @@ def _lag1_columns(xc: FloatArray) -> FloatArray:
     return out
 
 
+_PHI_BOUND_SE = 2.0  # standard errors added to the difference-based φ (a one-sided 97.7% bound)
+
+
+def _difference_phi_bound(xc: FloatArray) -> FloatArray:
+    """Per column, an upper confidence bound for φ that level shifts do not inflate.
+
+    For AR(1) noise the first differences have lag-1 autocorrelation ``−(1 − φ)/2``, so
+    ``φ = 1 + 2 ρ_d``; a shift is a single large difference, winsorised away (5 robust σ)
+    before ρ_d is estimated. Its standard error is about ``1.41/√n`` (Bartlett), twice that of
+    the usual estimate, so the bound adds two of them: the test uses ``min(r, bound)``, which
+    under no change is the usual estimate r except in the ~2% of series where the bound falls
+    below it, and which a large shift, which drives r towards 1, cannot inflate.
+    """
+    d = np.diff(xc, axis=0)
+    if d.shape[0] < 3:
+        return np.ones(xc.shape[1])
+    centre = np.median(d, axis=0)
+    spread = np.array([robust_mod.robust_scale(d[:, j]) for j in range(d.shape[1])])
+    d = np.clip(d, centre - 5 * spread, centre + 5 * spread)
+    d = d - d.mean(axis=0)
+    num = np.einsum("ij,ij->j", d[1:], d[:-1])
+    den = np.einsum("ij,ij->j", d, d)
+    rho = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+    bound: FloatArray = 1.0 + 2.0 * rho + _PHI_BOUND_SE * 1.41 / math.sqrt(xc.shape[0])
+    return bound
+
+
 def _residual_lag1_columns(xc: FloatArray, index: int) -> FloatArray:
     e = np.empty_like(xc)
     e[:index] = xc[:index] - xc[:index].mean(axis=0)
@@ -580,7 +614,9 @@ def find_change_points(
 
     x = _as_columns(values)
     n, dims = x.shape
-    search = _Search(test, float(alpha), min_segment, alpha_spending, max_depth, n, dims)
+    search = _Search(
+        test, float(alpha), min_segment, alpha_spending, max_depth, n, dims, shift_robust_phi=robust
+    )
     robust_search = robust and n >= max(2 * min_segment, 3)  # else nothing to split anyway
     if robust_search:
         adjusted, period, outliers, cycle = _prepare(x, min_segment)
@@ -831,6 +867,7 @@ class _Search:
     max_depth: int | None
     n: int
     dims: int
+    shift_robust_phi: bool = False
 
     def run(self, z: FloatArray) -> tuple[list[ChangePoint], list[ChangePoint]]:
         """(accepted, rejected) candidates of ``z`` (n × dims), accepted in search order."""
@@ -844,7 +881,12 @@ class _Search:
             length = stop - start
             xc = _centre(z[start:stop])
             split = _partition(xc, self.min_segment)
-            phi = float(_lag1_columns(xc).max())
+            phi_null = _lag1_columns(xc)
+            phi = float(
+                np.minimum(phi_null, _difference_phi_bound(xc)).max()
+                if self.shift_robust_phi
+                else phi_null.max()
+            )
             level_alpha = self.alpha * length / n if self.alpha_spending == "length" else self.alpha
             verdict = self.test.assess(
                 split.statistic,

@@ -50,12 +50,18 @@ MAX_PERIOD = 20_000
 
 
 def robust_scale(r: FloatArray) -> float:
-    """σ from the median absolute deviation, falling back to the RMS when more than half the
-    values are equal (the MAD is then 0)."""
-    mad = float(np.median(np.abs(r - np.median(r)))) * _MAD
-    if mad > 0:
-        return mad
-    return float(np.sqrt(np.mean((r - r.mean()) ** 2)))
+    """σ from the median absolute deviation about the median.
+
+    Gauges that often repeat a value exactly (a saturated CPU, an idle queue) have a MAD of 0
+    while they still move elsewhere; then the MAD of the deviations that are not 0 is used, and
+    0 only for a constant series.
+    """
+    dev = np.abs(r - np.median(r))
+    mad = float(np.median(dev))
+    if mad == 0:
+        moving = dev[dev > 0]
+        mad = float(np.median(moving)) if moving.size else 0.0
+    return mad * _MAD
 
 
 def _running_median(x: FloatArray, window: int) -> FloatArray:
