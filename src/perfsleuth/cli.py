@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from perfsleuth.findings import Finding
+    from perfsleuth.report.html import Section
 
 __all__ = ["app", "main"]
 
@@ -41,6 +42,22 @@ app.add_typer(config_app, name="config")
 from perfsleuth.process.cli import processes_app  # noqa: E402  (Typer only; work is lazy)
 
 app.add_typer(processes_app, name="processes")
+
+from perfsleuth.bottleneck.cli import (  # noqa: E402  (Typer only; work is lazy)
+    bottleneck_app,
+    calibrate_command,
+    verify_command,
+)
+
+app.add_typer(bottleneck_app, name="bottleneck")
+app.command("calibrate")(calibrate_command)
+app.command("verify")(verify_command)
+
+from perfsleuth.collect.cli import collect_command  # noqa: E402  (Typer only; work is lazy)
+from perfsleuth.fleet.cli import fleet_app  # noqa: E402  (Typer only; work is lazy)
+
+app.command("collect")(collect_command)
+app.add_typer(fleet_app, name="fleet")
 
 log = logging.getLogger("perfsleuth")
 
@@ -305,6 +322,7 @@ class WorkloadSource(StrEnum):
     pgbench = "pgbench"
     table = "table"
     aggregated = "aggregated"
+    frame = "frame"
 
 
 def _mapping(pairs: str | None, option: str) -> dict[str, str] | None:
@@ -352,8 +370,31 @@ def workload(
     ] = None,
     report: Annotated[Path | None, typer.Option(help="Write an HTML report here.")] = None,
     save: Annotated[Path | None, typer.Option(help="Save the workload frame (Parquet).")] = None,
+    segments: Annotated[
+        bool,
+        typer.Option(
+            help="Also tell anomalies, workload and application changes apart (Cherkasova; "
+            "needs cpu_util: a frame source or --cpu)."
+        ),
+    ] = False,
+    cpu: Annotated[
+        Path | None,
+        typer.Option(help="CSV/Parquet of time, cpu_util[, cpu_cores] samples for the windows."),
+    ] = None,
+    cpu_unit: Annotated[str, typer.Option(help="Unit of cpu_util: fraction or %.")] = "fraction",
+    allowed_error: Annotated[
+        float, typer.Option(help="--segments: allowed CPU-model error, share of mean CPU.")
+    ] = 0.03,
+    idle_util: Annotated[
+        float, typer.Option(help="--segments: expected idle CPU, share of the machine.")
+    ] = 0.05,
 ) -> None:
-    """Explain response time by the transaction mix (Kelly); flag windows it cannot explain."""
+    """Explain response time by the transaction mix (Kelly); flag windows it cannot explain.
+
+    With --segments, also explain CPU by the transactions (Cherkasova et al.) and report
+    anomalous periods, workload changes and application changes (naming the transaction types
+    whose service time changed).
+    """
     from perfsleuth.config import parse_duration
     from perfsleuth.detectors.workload import MixAnomalyDetector
     from perfsleuth.errors import ConfigError
@@ -365,7 +406,13 @@ def workload(
     except ValueError as exc:
         raise ConfigError(f"--window: {exc}") from None
     renames = _mapping(columns, "--columns")
-    if source is WorkloadSource.aggregated:
+    if source is WorkloadSource.frame:
+        from perfsleuth.sources.files import read_frame
+
+        if len(files) != 1:
+            raise ConfigError("--source frame reads one file at a time")
+        frame = read_frame(files[0], "workload")
+    elif source is WorkloadSource.aggregated:
         frame = transactions.read_aggregated(
             files[0], columns=renames, window=width, unit=unit or "s"
         )
@@ -398,6 +445,13 @@ def workload(
             )
         _note(tx.summary())
         frame = tx.workload(width)
+    if cpu is not None:
+        from perfsleuth.sources.cpu import attach_cpu, read_cpu
+
+        before = len(frame)
+        frame = attach_cpu(frame, read_cpu(cpu, unit=cpu_unit))
+        if len(frame) < before:
+            _note(f"{before - len(frame)} window(s) without a CPU sample in {cpu} left out")
     if save is not None:
         frame.to_parquet(save)
         _note(f"workload frame: {save}")
@@ -410,6 +464,22 @@ def workload(
                 findings.append(event.finding)
     else:
         findings = detector.detect(frame)
+    sections: list[Section] = []
+    if segments:
+        from perfsleuth.detectors.segments import SegmentDetector
+        from perfsleuth.registry import create
+        from perfsleuth.report.segments import segments_section
+
+        by_segment = create(
+            "workload_segments",
+            {"allowed_error": allowed_error, "idle_util": idle_util, "entity": entity},
+            source="options",
+        )
+        assert isinstance(by_segment, SegmentDetector)
+        analysis = by_segment.analyse(frame)
+        findings = [*findings, *analysis.findings]
+        if report is not None:
+            sections.append(segments_section(frame, detector=by_segment, analysis=analysis))
     if store is not None:
         _keep(store, "perfsleuth workload", frame, "workload", entity, findings)
     if report is not None:
@@ -420,7 +490,7 @@ def workload(
             report,
             findings,
             coverage=() if coverage is None else (coverage,),
-            sections=[workload_section(frame, detector=detector)],
+            sections=[workload_section(frame, detector=detector), *sections],
             title=f"perfsleuth workload: {entity}",
         )
         _note(f"report: {report}")

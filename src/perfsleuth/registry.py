@@ -16,6 +16,7 @@ __all__ = ["DETECTORS", "create", "detector_class", "names"]
 DETECTORS: dict[str, str] = {
     "changepoint": "perfsleuth.detectors.changepoint:ChangePointDetector",
     "workload_mix": "perfsleuth.detectors.workload:MixAnomalyDetector",
+    "workload_segments": "perfsleuth.detectors.segments:SegmentDetector",
     "cpu_loop": "perfsleuth.process.detectors:CpuLoopDetector",
     "constrained_loop": "perfsleuth.process.detectors:ConstrainedLoopDetector",
     "hum": "perfsleuth.process.detectors:HumDetector",
@@ -23,6 +24,7 @@ DETECTORS: dict[str, str] = {
     "saw_tooth": "perfsleuth.process.detectors:SawToothDetector",
     "cap_exceeded": "perfsleuth.process.detectors:CapExceededDetector",
     "capture_ratio": "perfsleuth.process.detectors:CaptureRatioDetector",
+    "bottleneck": "perfsleuth.bottleneck.detector:BottleneckDetector",
 }
 
 

@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 from perfsleuth.errors import DataError
 from perfsleuth.findings import Evidence, Finding, Kind, Severity
 from perfsleuth.process.periods import NodePeriods
-from perfsleuth.process.ramps import find_ramp, find_saw_tooth
+from perfsleuth.process.ramps import _MAX_POINTS, find_ramp, find_saw_tooth
 from perfsleuth.process.rules import ProcessRules, members
 
 __all__ = [
@@ -444,17 +444,73 @@ def hums(data: NodePeriods, rules: ProcessRules) -> list[Finding]:
 # -- ramps and saw-tooths ---------------------------------------------------------------------
 
 
-def _by_name(data: NodePeriods, column: str) -> Iterator[tuple[str, str, NDArray[np.float64]]]:
-    """(name, user, series summed over the name's pids; NaN where none ran) per process name."""
+def _name_matrix(
+    data: NodePeriods, column: str
+) -> tuple[list[str], list[str], NDArray[np.float64]]:
+    """Names (sorted), the user of each name's first row, and the series summed over each
+    name's pids (NaN where none ran), one row per name."""
     matrix = data.columns[column]
+    if not len(data.name):
+        return [], [], np.empty((0, matrix.shape[1]))
     names = np.array(data.name, dtype=object)
-    alertable = np.ones(len(names), dtype=bool)
-    for name in sorted(set(data.name)):
-        rows = np.flatnonzero((names == name) & alertable)
-        block = matrix[rows]
-        present = np.isfinite(block).any(axis=0)
-        series = np.where(present, np.nansum(block, axis=0), np.nan)
-        yield name, data.user[int(rows[0])], series
+    unique, first, inverse = np.unique(names, return_index=True, return_inverse=True)
+    finite = np.isfinite(matrix)
+    sums = np.zeros((len(unique), matrix.shape[1]))
+    np.add.at(sums, inverse, np.where(finite, matrix, 0.0))
+    present = np.zeros(sums.shape, dtype=bool)
+    np.logical_or.at(present, inverse, finite)
+    series = np.where(present, sums, np.nan)
+    return [str(n) for n in unique], [data.user[int(i)] for i in first], series
+
+
+def _may_ramp(
+    series: NDArray[np.float64], min_periods: int, rules: ProcessRules
+) -> NDArray[np.bool_]:
+    """Rows of ``series`` for which :func:`find_ramp` could find a ramp (a vectorised pre-check).
+
+    Conservative: a row marked False is one where ``find_ramp`` returns None, so skipping it
+    changes no result. Theil–Sen's slope is a median of pairwise slopes, so it reaches the
+    slope the policy needs only if at least half of the pairwise slopes do; the needed rise
+    uses the row's minimum in place of its starting level (a lower bound).
+    """
+    policy = rules.ramp
+    _, t = series.shape
+    finite = np.isfinite(series)
+    count = finite.sum(axis=1)
+    first = np.argmax(finite, axis=1)
+    last = t - 1 - np.argmax(finite[:, ::-1], axis=1)
+    possible: NDArray[np.bool_] = (count >= 6) & (last - first + 1 >= min_periods)
+    if t > _MAX_POINTS or not possible.any():
+        return possible  # long series are thinned by the test: no shortcut
+    span = np.maximum(last - first, 1).astype(np.float64)
+    floor = np.where(finite, series, np.inf).min(axis=1)
+    floor = np.where(np.isfinite(floor), np.maximum(floor, 0.0), 0.0)
+    needed = np.maximum(policy.min_growth_bytes, policy.min_growth * floor)
+    slope_needed = needed / span * (1.0 - 1e-9)
+    i, j = np.triu_indices(t, k=1)
+    with np.errstate(invalid="ignore"):
+        slopes = (series[:, j] - series[:, i]) / (j - i).astype(np.float64)
+        valid = np.isfinite(slopes)
+        steep = valid & (slopes > 0) & (slopes >= slope_needed[:, None])
+    pairs = valid.sum(axis=1)
+    enough: NDArray[np.bool_] = possible & (steep.sum(axis=1) >= pairs - pairs // 2)
+    return enough
+
+
+def _may_saw(series: NDArray[np.float64], rules: ProcessRules) -> NDArray[np.bool_]:
+    """Rows for which :func:`find_saw_tooth` could find a saw-tooth: enough resets (exact
+    vectorised copy of its first test; False rows give None)."""
+    policy = rules.ramp
+    values = np.nan_to_num(series, nan=0.0)
+    if values.shape[1] < policy.min_tooth_periods + 1:
+        return np.zeros(len(values), dtype=bool)
+    shifted = np.concatenate([values[:, :1], values[:, :-2]], axis=1)
+    before = np.maximum(values[:, :-1], shifted)
+    hits = (before >= policy.min_growth_bytes) & (
+        values[:, 1:] <= (1.0 - policy.reset_drop) * before
+    )
+    ends = hits & ~np.concatenate([hits[:, 1:], np.zeros((len(hits), 1), dtype=bool)], axis=1)
+    return np.asarray(ends.sum(axis=1) >= policy.min_teeth)
 
 
 def _ramp_policy(rules: ProcessRules) -> dict[str, float | int]:
@@ -502,7 +558,10 @@ def ramps(data: NodePeriods, rules: ProcessRules) -> list[Finding]:
     for column in policy.columns:
         if column not in data.columns:
             continue
-        for name, user, series in _by_name(data, column):
+        names, users, matrix = _name_matrix(data, column)
+        maybe = _may_ramp(matrix, min_periods, rules)
+        for k in np.flatnonzero(maybe):
+            name, user, series = names[k], users[k], matrix[k]
             if rules.never(data.node, name, user):
                 continue
             if find_saw_tooth(series, **_ramp_policy(rules)) is not None:  # type: ignore[arg-type]
@@ -566,7 +625,9 @@ def saw_tooths(data: NodePeriods, rules: ProcessRules) -> list[Finding]:
     for column in rules.ramp.columns:
         if column not in data.columns:
             continue
-        for name, user, series in _by_name(data, column):
+        names, users, matrix = _name_matrix(data, column)
+        for k in np.flatnonzero(_may_saw(matrix, rules)):
+            name, user, series = names[k], users[k], matrix[k]
             if rules.never(data.node, name, user):
                 continue
             tooth = find_saw_tooth(series, **_ramp_policy(rules))  # type: ignore[arg-type]

@@ -1,0 +1,243 @@
+"""The findings of :class:`~perfsleuth.detectors.segments.SegmentDetector`: what it concluded,
+in a sentence a person paged at 3 a.m. can act on, with the numbers behind it as evidence."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from perfsleuth.findings import Evidence, Finding, Kind, Severity
+from perfsleuth.stats.mixmodel import format_seconds
+
+if TYPE_CHECKING:
+    from perfsleuth.detectors.segments import Boundary, Piece, SegmentDetector, _Data
+
+__all__ = ["anomaly_finding", "change_findings"]
+
+
+def change_findings(
+    det: SegmentDetector,
+    data: _Data,
+    boundaries: list[Boundary],
+    groups: list[tuple[tuple[int, int], ...]],
+) -> list[Finding]:
+    """One ``workload_change`` or ``application_change`` finding per boundary; each covers the
+    period after the boundary (to the end of its group for application changes)."""
+    group_end = {g[0][0]: g[-1][1] for g in groups}
+    findings = []
+    for b in boundaries:
+        if b.kind == "workload_change":
+            findings.append(_workload_change(det, data, b))
+        else:
+            findings.append(_application_change(det, data, b, group_end[b.at]))
+    return findings
+
+
+def anomaly_finding(
+    det: SegmentDetector,
+    data: _Data,
+    episode: tuple[int, int],
+    spans: list[tuple[int, int]],
+    pieces: list[Piece],
+) -> Finding:
+    """The ``workload_anomaly`` finding of one anomalous stretch of windows: its CPU against
+    what the normal periods on either side predict for its transactions."""
+    first, last = episode
+    rows = np.arange(first, last)
+    observed = float(data.cpu[rows].sum())
+    machine = float((data.width[rows] * data.cores[rows]).sum())
+    before = [s for s in spans if s[1] == first]
+    after = [s for s in spans if s[0] == last]
+    predictions = []
+    for span in before + after:
+        model = data.model(np.arange(*span), det.alpha)
+        predicted = model.predict(data.counts[rows], data.width[rows])
+        if np.isfinite(predicted).all():
+            predictions.append(predicted)
+    explained = float(np.mean(predictions, axis=0).sum()) if predictions else math.nan
+    excess = observed - explained
+    inside = [p for p in pieces if p.start < last and p.end > first]
+    rules = sorted({r for p in inside for r in p.rules})
+    if not rules or any(p.start < first or p.end > last for p in inside if p.label == "normal"):
+        rules = sorted({*rules, "edge"})
+    idle = [p.idle_util for p in inside if p.label == "anomaly" and math.isfinite(p.idle_util)]
+    ratio = observed / explained if math.isfinite(explained) and explained > 0 else math.nan
+    severe = math.isfinite(ratio) and ratio >= 1.5
+    evidence = [
+        Evidence("cpu_util", observed / machine, "fraction"),
+        Evidence("windows", last - first, "count"),
+        Evidence("segments", sum(1 for p in inside if p.label == "anomaly"), "count"),
+        Evidence("rules", ",".join(rules)),
+    ]
+    if math.isfinite(explained):
+        evidence += [
+            Evidence("unexplained_util", excess / machine, "fraction"),
+            Evidence("explained_util", explained / machine, "fraction"),
+        ]
+    if math.isfinite(ratio):
+        evidence.append(Evidence("ratio", ratio))
+    if idle:
+        evidence.append(Evidence("max_idle_util", max(idle), "fraction"))
+    start, end = data.when(first), data.end(last - 1)
+    if math.isfinite(explained):
+        more = "more" if excess >= 0 else "less"
+        what = (
+            f"CPU {100 * observed / machine:.0f}% of the machine, "
+            f"{100 * abs(excess) / machine:.0f} points {more} than its transactions explain"
+        )
+    else:
+        what = (
+            f"CPU {100 * observed / machine:.0f}% of the machine with an idle overhead of "
+            f"{100 * max(idle, default=math.nan):.0f}% (expected at most "
+            f"{100 * det.idle_util:.0f}%)"
+        )
+    return Finding(
+        kind=Kind.WORKLOAD_ANOMALY,
+        entity=det.entity,
+        metric="cpu_util",
+        start=start,
+        end=end,
+        severity=Severity.ERROR if severe else Severity.WARNING,
+        explanation=(
+            f"{det.entity}: {what} for {_windows(last - first)} {_span(start, end)}"
+            + ("; no transaction type got slower" if "signature" in rules else "")
+            + "; a process outside the workload, or unexpected application behaviour?"
+        ),
+        evidence=tuple(evidence),
+        detector=det.name,
+    )
+
+
+def _mix_text(data: _Data, before: tuple[int, int], after: tuple[int, int]) -> str:
+    rate = []
+    for a, b in (before, after):
+        rows = np.arange(a, b)
+        rate.append(float(data.counts[rows].sum() / data.width[rows].sum()))
+    share_b = data.counts[before[0] : before[1]].sum(axis=0)
+    share_a = data.counts[after[0] : after[1]].sum(axis=0)
+    share_b = share_b / max(share_b.sum(), 1.0)
+    share_a = share_a / max(share_a.sum(), 1.0)
+    j = int(np.argmax(np.abs(share_a - share_b)))
+    return (
+        f"{rate[0]:.3g} → {rate[1]:.3g} transactions/s, {data.types[j]} "
+        f"{100 * share_b[j]:.0f}% → {100 * share_a[j]:.0f}% of the mix"
+    )
+
+
+def _workload_change(det: SegmentDetector, data: _Data, b: Boundary) -> Finding:
+    start, end = data.when(b.at), data.end(b.after[1] - 1)
+    if b.unconfirmed:
+        verdict = (
+            f"the CPU model differs more than allowed (extra error {100 * b.excess:.1f}%, "
+            f"allowed {100 * det.allowed_error:.0f}%) but no transaction type's service "
+            "time changed: the same application, whose CPU cost depends on the workload more "
+            "than a linear model says"
+        )
+    else:
+        verdict = (
+            f"one CPU model explains the periods before and after (extra error "
+            f"{100 * b.excess:.1f}%, allowed {100 * det.allowed_error:.0f}%): the same "
+            "application under another workload"
+        )
+    return Finding(
+        kind=Kind.WORKLOAD_CHANGE,
+        entity=det.entity,
+        metric="cpu_util",
+        start=start,
+        end=end,
+        severity=Severity.INFO,
+        explanation=(
+            f"{det.entity}: workload changed at {_clock(start)} "
+            f"({_mix_text(data, b.before, b.after)}); {verdict}"
+        ),
+        evidence=(
+            Evidence("boundary", start.isoformat()),
+            Evidence("extra_error", b.excess, "fraction"),
+            Evidence("p_value", b.p_value),
+            Evidence("windows_before", b.before[1] - b.before[0], "count"),
+            Evidence("windows_after", b.after[1] - b.after[0], "count"),
+            Evidence("model_reconciled", not b.unconfirmed),
+        ),
+        detector=det.name,
+    )
+
+
+def _application_change(det: SegmentDetector, data: _Data, b: Boundary, end_window: int) -> Finding:
+    start, end = data.when(b.at), data.end(end_window - 1)
+    changed = sorted(
+        (c for c in b.changes if c.changed), key=lambda c: -abs(math.log(c.ratio / c.common))
+    )
+    common = b.changes[0].common if b.changes else 1.0
+    evidence = [
+        Evidence("boundary", start.isoformat()),
+        Evidence("extra_error", b.excess, "fraction"),
+        Evidence("p_value", b.p_value),
+        Evidence("changed_types", ",".join(c.name for c in changed)),
+        Evidence("common_ratio", common),
+    ]
+    for c in changed:
+        evidence += [
+            Evidence(f"service_time_before[{c.name}]", c.before, "s"),
+            Evidence(f"service_time_after[{c.name}]", c.after, "s"),
+            Evidence(f"service_time_ratio[{c.name}]", c.ratio),
+        ]
+        cb, ca = b.coef_before.get(c.name, math.nan), b.coef_after.get(c.name, math.nan)
+        if math.isfinite(cb) and math.isfinite(ca):
+            evidence += [
+                Evidence(f"cpu_per_tx_before[{c.name}]", cb, "s"),
+                Evidence(f"cpu_per_tx_after[{c.name}]", ca, "s"),
+            ]
+    if changed:
+        named = "; ".join(
+            f"{c.name} {format_seconds(c.before)} → {format_seconds(c.after)} "
+            + (
+                f"({100 * c.change:+.0f}%, at least {100 * (c.ratio_low - 1):+.0f}%)"
+                if c.ratio > c.common
+                else f"({100 * c.change:+.0f}%, at most {100 * (c.ratio_high - 1):+.0f}%)"
+            )
+            for c in changed
+        )
+        which = f"service time changed for {named}"
+    else:
+        which = "no single transaction type's service time changed clearly"
+    if abs(math.log(common)) >= math.log1p(det.min_change):
+        which += (
+            f" (all types {100 * abs(common - 1):.0f}% {'slower' if common > 1 else 'faster'}"
+            " in common: load or contention, not code)"
+        )
+    return Finding(
+        kind=Kind.APPLICATION_CHANGE,
+        entity=det.entity,
+        metric="cpu_util",
+        start=start,
+        end=end,
+        severity=Severity.ERROR if changed else Severity.WARNING,
+        explanation=(
+            f"{det.entity}: the application changed at {_clock(start)}: no single CPU "
+            f"model explains before and after (extra error {100 * b.excess:.1f}% > allowed "
+            f"{100 * det.allowed_error:.0f}%, p = {b.p_value:.2g}); {which}"
+        ),
+        evidence=tuple(evidence),
+        detector=det.name,
+    )
+
+
+def _windows(n: int) -> str:
+    return f"{n} window" + ("" if n == 1 else "s")
+
+
+def _clock(when: datetime) -> str:
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _span(start: datetime, end: datetime) -> str:
+    left = start.strftime("%Y-%m-%d %H:%M:%S")
+    right = (
+        end.strftime("%H:%M:%S")
+        if end.date() == start.date()
+        else end.strftime("%Y-%m-%d %H:%M:%S")
+    )
+    return f"from {left} to {right} UTC"
