@@ -8,6 +8,11 @@ declare -A PACKAGES=(
   [chromium]=/usr/bin/chromium
   [postgresql-15]=/usr/lib/postgresql/15/bin/pgbench
   [postgresql-client-15]=/usr/lib/postgresql/15/bin/psql
+  [fio]=/usr/bin/fio
+  [prometheus]=/usr/bin/prometheus
+  [prometheus-node-exporter]=/usr/bin/prometheus-node-exporter
+  [prometheus-process-exporter]=/usr/bin/prometheus-process-exporter
+  [sysstat]=/usr/bin/sadf
 )
 
 missing=()

@@ -44,10 +44,17 @@ def _process_sample() -> pd.DataFrame:
     return _process_fleet().copy()
 
 
+def _counter_sample() -> pd.DataFrame:
+    from perfsleuth.datasets.counters import simulate_scenario
+
+    return simulate_scenario("rand_read", seed=7, samples=12).frame
+
+
 SAMPLES: dict[str, Callable[[], pd.DataFrame]] = {
     "metric": _metric_sample,
     "workload": _workload_sample,
     "process": _process_sample,
+    "counter": _counter_sample,
 }
 
 DETECTORS = names()

@@ -1,0 +1,71 @@
+"""Real bottleneck scenarios on this machine and the confusion table (issue 8's acceptance).
+
+Six workloads, each in its own cgroup — sequential read, sequential write, random read, random
+write (direct I/O), CPU-bound, page-cache thrashing in a 128 MiB cgroup — run ``--runs`` times;
+each run's counters (machine and cgroup) go to the inference and the inferred bottleneck is
+compared with the scenario's.
+
+Run (as root, with fio): .venv/bin/python scripts/bottleneck_real.py [--runs 3]
+    [--calibration PROFILE] [--error-model ERRORS] [--seconds 8]
+
+Without --calibration the machine is calibrated first (quick plan, forced when busy: this is a
+shared machine) and the profile saved to --save-calibration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from perfsleuth.bottleneck.calibration import apply_profile, load_profile
+from perfsleuth.bottleneck.errormodel import ErrorModel
+from perfsleuth.bottleneck.explain import explain
+from perfsleuth.bottleneck.measure import Plan, calibrate, machine_busy
+from perfsleuth.bottleneck.model import load_model
+from perfsleuth.bottleneck.scenarios import Outcome, confusion, run_scenarios
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=8.0, help="sampled per run")
+    parser.add_argument("--calibration", type=Path, help="an existing calibration profile")
+    parser.add_argument("--save-calibration", type=Path,
+                        default=Path("/var/tmp/perfsleuth-real-calibration.toml"))
+    parser.add_argument("--error-model", type=Path, help="an error model from perfsleuth verify")
+    parser.add_argument("--file", default="/var/tmp/perfsleuth-real.bin")
+    args = parser.parse_args()
+
+    model = load_model()
+    if args.calibration is None:
+        print(f"calibrating (machine {machine_busy(1.0):.0%} busy) ...", file=sys.stderr)
+        profile = calibrate(model, plan=Plan.quick(), force=True,
+                            progress=lambda m: print("  " + m, file=sys.stderr))
+        profile.save(args.save_calibration)
+        print(f"calibration: {args.save_calibration}", file=sys.stderr)
+    else:
+        profile = load_profile(args.calibration)
+    model = apply_profile(model, profile)
+    errors = None if args.error_model is None else ErrorModel.load(args.error_model, model)
+
+    def show(o: Outcome) -> None:
+        utils = " ".join(f"{r} {u:4.0%}" for r, u in zip(o.inference.resources,
+                                                          o.inference.utilisation, strict=True))
+        mark = "ok " if o.correct else "MISS"
+        print(f"{mark} run {o.run} {o.scenario.name:22s} expected {o.scenario.expected:6s} "
+              f"inferred {o.inference.bottleneck:6s} | {utils} | {explain(model, o.inference)}")
+
+    started = time.monotonic()
+    outcomes = run_scenarios(model, error_model=errors, runs=args.runs, seconds=args.seconds,
+                             file=args.file, progress=show)
+    print()
+    print(confusion(outcomes, model.resource_names))
+    print(f"({time.monotonic() - started:.0f} s; error model: "
+          f"{'learned' if errors else 'model defaults'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

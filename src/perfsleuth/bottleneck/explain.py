@@ -1,0 +1,181 @@
+"""Plain sentences and findings from an inference ("disk: reads of 8 KiB bypassing the cache,
+94% of the calibrated device time").
+
+The wording comes from the model file — each resource's label, what 100% means (``capacity``)
+and its components (labels, shares, request sizes) — so a model other than the built-in one
+explains itself the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+import numpy as np
+
+from perfsleuth.bottleneck.infer import Inference
+from perfsleuth.bottleneck.model import Model
+from perfsleuth.bottleneck.upgrades import UpgradeAnalysis
+from perfsleuth.findings import Evidence, Finding, Kind, Severity
+
+__all__ = ["bottleneck_finding", "explain", "format_bytes", "format_value", "upgrade_finding"]
+
+
+def format_bytes(value: float) -> str:
+    """Binary units as people say them: 8 KiB, 1.5 MiB."""
+    if not math.isfinite(value):
+        return str(value)
+    size = abs(value)
+    for limit, suffix in ((2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB")):
+        if size >= limit:
+            return f"{value / limit:.3g} {suffix}"
+    return f"{value:.0f} B"
+
+
+def format_value(value: float, unit: str) -> str:
+    """A model quantity with its unit, bytes in binary units."""
+    if unit in ("B", "B/op"):
+        return format_bytes(value) + ("" if unit == "B" else " per request")
+    if unit == "B/s":
+        return format_bytes(value) + "/s"
+    if unit in ("1", ""):
+        return f"{value:.3g}"
+    return f"{value:.3g} {unit}"
+
+
+def explain(model: Model, inference: Inference) -> str:
+    """One sentence: the bottleneck, how full it is, what fills it, and the runner-up."""
+    j = int(np.argmax(inference.utilisation))
+    resource = model.resources[j]
+    util = float(inference.utilisation[j])
+    p = float(inference.p_bottleneck[j])
+    text = f"{resource.label} is the bottleneck (P = {p:.2f}): {util:.0%} {resource.capacity}"
+    parts = model.components(inference.w[None, :], inference.inputs)[resource.name]
+    if parts:
+        shares = np.array([float(share[0]) for _, share, _ in parts])
+        k = int(np.argmax(shares))
+        label, share, size = parts[k]
+        total = float(shares.sum())
+        detail = label
+        if size is not None and math.isfinite(float(size[0])):
+            detail += f", {format_bytes(float(size[0]))} each"
+        if total > 0:
+            detail += f" ({float(share[0]) / total:.0%} of it)"
+        text += f", mostly {detail}"
+    others = [i for i in np.argsort(-inference.utilisation) if i != j]
+    if others:
+        nxt = int(others[0])
+        text += f"; next: {model.resources[nxt].label} at {float(inference.utilisation[nxt]):.0%}"
+    if p < 0.5:
+        text += " (uncertain: the counters fit other explanations too)"
+    return text
+
+
+def bottleneck_finding(
+    model: Model,
+    inference: Inference,
+    *,
+    entity: str,
+    start: datetime,
+    end: datetime,
+    detector: str = "bottleneck",
+    warning: float = 0.8,
+    error: float = 0.95,
+    windows: int = 1,
+) -> Finding:
+    """A ``bottleneck`` finding: the explanation, and as evidence each resource's utilisation
+    (with its 90% interval) and probability, the inferred workload, and the observed and
+    predicted counters."""
+    j = int(np.argmax(inference.utilisation))
+    util = float(inference.utilisation[j])
+    severity = (
+        Severity.ERROR
+        if util >= error
+        else Severity.WARNING
+        if util >= warning
+        else (Severity.INFO)
+    )
+    evidence: list[Evidence] = [
+        Evidence("bottleneck", model.resources[j].name),
+        Evidence("windows", windows),
+        Evidence("misfit", round(inference.misfit, 4), "sd"),
+    ]
+    for i, r in enumerate(model.resources):
+        evidence += [
+            Evidence(f"util.{r.name}", _round(inference.utilisation[i]), "fraction"),
+            Evidence(f"util.{r.name}.p05", _round(inference.util_low[i]), "fraction"),
+            Evidence(f"util.{r.name}.p95", _round(inference.util_high[i]), "fraction"),
+            Evidence(f"p.{r.name}", _round(inference.p_bottleneck[i])),
+        ]
+    for i, name in enumerate(model.parameters):
+        unit = model.spec.parameters[name].unit
+        evidence.append(Evidence(f"w.{name}", _round(inference.w[i]), unit))
+    units = {c.column: c.unit_text for c in model.counters}
+    for i, column in enumerate(inference.columns):
+        evidence.append(
+            Evidence(f"observed.{column}", _round(inference.observed[i]), units[column])
+        )
+        evidence.append(
+            Evidence(f"predicted.{column}", _round(inference.predicted[i]), units[column])
+        )
+    return Finding(
+        kind=Kind.BOTTLENECK,
+        entity=entity,
+        metric=model.resources[j].name,
+        start=start,
+        end=end,
+        severity=severity,
+        explanation=explain(model, inference),
+        evidence=tuple(evidence),
+        detector=detector,
+    )
+
+
+def upgrade_finding(
+    analysis: UpgradeAnalysis,
+    *,
+    entity: str,
+    start: datetime,
+    end: datetime,
+    detector: str = "bottleneck",
+) -> Finding:
+    """An ``upgrade`` finding: the recommendation (or why there is none) with every option's
+    maximum throughput and cost per unit of added throughput as evidence."""
+    unit = f"{analysis.unit}/s"
+    evidence: list[Evidence] = [
+        Evidence("throughput", _round(analysis.throughput), unit),
+        Evidence("max_throughput", _round(analysis.base_max_throughput), unit),
+        Evidence("limit", analysis.base_limit),
+    ]
+    if analysis.target is not None:
+        evidence.append(Evidence("target", _round(analysis.target), unit))
+    if analysis.recommended is not None:
+        evidence.append(Evidence("recommended", analysis.recommended.name))
+    for r in analysis.results:
+        evidence += [
+            Evidence(f"{r.name}.price", r.price, analysis.currency),
+            Evidence(f"{r.name}.max_throughput", _round(r.max_throughput), unit),
+            Evidence(
+                f"{r.name}.cost_per_unit",
+                _round(r.cost_per_unit) if math.isfinite(r.cost_per_unit) else "n/a",
+                f"{analysis.currency} per {unit}",
+            ),
+        ]
+    return Finding(
+        kind=Kind.UPGRADE,
+        entity=entity,
+        metric=analysis.unit,
+        start=start,
+        end=end,
+        severity=Severity.INFO if analysis.recommended is not None else Severity.WARNING,
+        explanation=analysis.reason(),
+        evidence=tuple(evidence),
+        detector=detector,
+    )
+
+
+def _round(value: float) -> float:
+    v = float(value)
+    if not math.isfinite(v) or v == 0:
+        return v
+    return float(f"{v:.6g}")

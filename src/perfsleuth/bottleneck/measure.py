@@ -1,0 +1,339 @@
+"""``perfsleuth calibrate``: measure this machine's maxima and fit a calibration profile.
+
+"Calibration is carried out while the system is otherwise idle" (Blake & Breese §3.1): the
+machine's CPU is sampled first and a busy machine is refused (``force`` overrides, and the
+profile records how busy it was). Then fio (or the built-in O_DIRECT generator) runs each
+request kind — random and sequential, reads and writes, direct — at several sizes and depths,
+plus buffered sequential reads and writes whose block-device counts give the read-ahead and
+write-back request sizes; :func:`~perfsleuth.bottleneck.calibration.fit_profile` fits the
+regressions.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from perfsleuth.bottleneck.calibration import Measurement, Profile, fit_profile
+from perfsleuth.bottleneck.linux import LinuxCounters, block_device_of
+from perfsleuth.bottleneck.model import Model
+from perfsleuth.bottleneck.workloads import Job, builtin_io, fio_path, fio_version, run_job
+from perfsleuth.errors import PerfsleuthError, SourceError
+
+__all__ = ["BusyMachineError", "Plan", "calibrate", "machine_busy", "machine_facts"]
+
+log = logging.getLogger(__name__)
+
+
+class BusyMachineError(PerfsleuthError, RuntimeError):
+    """The machine is too busy to calibrate on (pass force to calibrate anyway)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to measure: sizes (bytes) and depths per request kind, seconds per run."""
+
+    random_sizes: tuple[int, ...] = (4096, 65536, 1 << 20)
+    random_depths: tuple[int, ...] = (1, 4, 16)
+    sequential_sizes: tuple[int, ...] = (131072, 1 << 20)
+    sequential_depths: tuple[int, ...] = (1, 16)
+    seconds: float = 2.0
+    file_size: int = 1 << 30
+    cpu_runs: bool = True
+
+    @classmethod
+    def quick(cls) -> Plan:
+        return cls(
+            random_sizes=(4096, 1 << 20),
+            random_depths=(1, 8),
+            sequential_sizes=(131072, 1 << 20),
+            sequential_depths=(1, 8),
+            seconds=1.0,
+            file_size=512 << 20,
+        )
+
+    def device_runs(self) -> list[tuple[str, int, int]]:
+        """(kind, size, depth) of the direct AIO runs that measure the device."""
+        out = [
+            (kind, size, depth)
+            for kind in ("randread", "randwrite")
+            for depth in self.random_depths
+            for size in self.random_sizes
+        ]
+        out += [
+            (kind, size, depth)
+            for kind in ("read", "write")
+            for depth in self.sequential_depths
+            for size in self.sequential_sizes
+        ]
+        return out
+
+    def cpu_jobs(self, file: str) -> list[tuple[Job, int | None, float]]:
+        """(job, cgroup memory limit, warm-up seconds) of the synchronous runs that measure
+        the kernel's CPU: direct requests of two sizes, cache hits of two sizes, buffered
+        sequential reads and writes, and cache misses in a small cgroup."""
+        if not self.cpu_runs:
+            return []
+        kib, mib = 1024, 1 << 20
+        base = Job("read", file=file, file_size=self.file_size, engine="psync")
+        hot = min(64 * mib, self.file_size // 4)
+        buffered = replace(base, direct=False)
+        return [
+            (replace(base, kind="randread", size=4 * kib, depth=2), None, 0.3),
+            (replace(base, kind="randread", size=256 * kib, depth=2), None, 0.3),
+            (replace(base, kind="randwrite", size=4 * kib, depth=2), None, 0.3),
+            (replace(base, kind="randwrite", size=256 * kib, depth=2), None, 0.3),
+            (replace(buffered, kind="randread", extent=hot, random_map=False), None, 2.0),
+            (
+                replace(buffered, kind="randread", size=64 * kib, extent=hot, random_map=False),
+                None,
+                2.0,
+            ),
+            (replace(buffered, size=4 * kib), None, 0.3),
+            (replace(buffered, size=mib), None, 0.3),
+            (
+                replace(buffered, kind="randread", extent=self.file_size // 2, random_map=False),
+                64 * mib,
+                3.0,
+            ),
+            (replace(buffered, kind="write", size=64 * kib, fsync_end=True), None, 0.3),
+            (replace(buffered, kind="write", size=mib, fsync_end=True), None, 0.3),
+        ]
+
+
+def machine_busy(seconds: float = 1.0, proc: Path = Path("/proc")) -> float:
+    """Share of all CPUs' time not idle over ``seconds`` (from /proc/stat)."""
+
+    def ticks() -> tuple[float, float]:
+        fields = (proc / "stat").read_text().split("\n", 1)[0].split()[1:]
+        values = [float(v) for v in fields[:8]]
+        return values[3] + values[4], sum(values)  # idle + iowait, total
+
+    idle0, total0 = ticks()
+    time.sleep(seconds)
+    idle1, total1 = ticks()
+    if total1 <= total0:
+        return 0.0
+    return 1.0 - (idle1 - idle0) / (total1 - total0)
+
+
+def machine_facts(proc: Path = Path("/proc")) -> dict[str, float]:
+    """What is read, not measured: CPUs, memory, page size."""
+    meminfo = {}
+    for line in (proc / "meminfo").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts:
+            meminfo[key] = float(parts[0]) * 1024
+    total = meminfo.get("MemTotal", 0.0)
+    available = meminfo.get("MemAvailable", total)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "ncpu": float(cpus or 1),
+        "mem_total": total,
+        "mem_reserved": max(total - available, 256.0 * 2**20),
+        "page_size": float(os.sysconf("SC_PAGE_SIZE")),
+    }
+
+
+def calibrate(
+    model: Model,
+    *,
+    path: str | Path = "/var/tmp/perfsleuth-calibrate.bin",
+    plan: Plan | None = None,
+    force: bool = False,
+    max_busy: float = 0.2,
+    use_fio: bool | None = None,
+    progress: Callable[[str], None] | None = None,
+    keep_file: bool = False,
+) -> Profile:
+    """Measure and fit a profile for ``model`` on this machine.
+
+    Raises :class:`BusyMachineError` when more than ``max_busy`` of the CPU is in use (unless
+    ``force``), :class:`SourceError` when the file system refuses O_DIRECT.
+    """
+    chosen = plan or Plan()
+    say = progress or (lambda _: None)
+    busy = machine_busy(1.0)
+    if busy > max_busy and not force:
+        raise BusyMachineError(
+            f"the machine is {busy:.0%} busy (more than {max_busy:.0%}): calibration would "
+            "measure what other work leaves, not the machine; stop it or pass --force"
+        )
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    device = block_device_of(target.parent)
+    fio = fio_path() if use_fio is None or use_fio else None
+    if use_fio and fio is None:
+        raise SourceError("fio is not installed (scripts/install-system-deps.sh installs it)")
+    method = fio_version() if fio else "built-in O_DIRECT generator"
+    _check_direct(target)
+    say(f"calibrating device {device} with {method} on {target} (machine {busy:.0%} busy)")
+    measurements: list[Measurement] = []
+    device_runs = chosen.device_runs()
+    cpu_jobs = chosen.cpu_jobs(str(target)) if fio else []
+    total = len(device_runs) + len(cpu_jobs)
+    try:
+        for number, (kind, size, depth) in enumerate(device_runs, 1):
+            m = _device_run(kind, size, depth, target, chosen, device, fio is not None)
+            measurements.append(m)
+            say(
+                f"[{number}/{total}] device {kind:9s} {_size(size):>6s} depth {depth:>2d}: "
+                f"{m.iops:,.0f} IOPS, {m.bw / 2**20:,.1f} MiB/s"
+            )
+        for number, (job, limit, warmup) in enumerate(cpu_jobs, len(device_runs) + 1):
+            m = _cpu_run(job, limit, warmup, chosen.seconds, device)
+            measurements.append(m)
+            say(
+                f"[{number}/{total}] cpu    {job.kind:9s} {_size(job.size):>6s} "
+                f"{'direct' if job.direct else 'buffered'}"
+                f"{'' if limit is None else f' in {limit >> 20} MiB'}: {m.iops:,.0f} IOPS, "
+                f"{m.sys:.3f} cores system"
+            )
+    finally:
+        if not keep_file:
+            target.unlink(missing_ok=True)
+    info = {
+        "machine": os.uname().nodename,
+        "created": datetime.now(UTC).replace(microsecond=0).isoformat(),
+        "method": method,
+        "device": device,
+        "file": str(target),
+        "busy_at_start": f"{busy:.3f}",
+        "forced": "yes" if force and busy > max_busy else "no",
+    }
+    profile = fit_profile(model, measurements, machine=machine_facts(), info=info)
+    return profile
+
+
+def _check_direct(target: Path) -> None:
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_DIRECT", 0)
+    try:
+        fd = os.open(target, flags, 0o600)
+    except OSError as exc:
+        raise SourceError(
+            f"{target}: this file system refuses O_DIRECT ({exc.strerror}); "
+            "calibrate on a file of a real disk file system"
+        ) from exc
+    os.close(fd)
+
+
+def _device_run(
+    kind: str, size: int, depth: int, target: Path, plan: Plan, device: str, with_fio: bool
+) -> Measurement:
+    counters = LinuxCounters(device=device)
+    before = counters.read()
+    if not with_fio:
+        iops, bw, cpu = builtin_io(
+            target,
+            kind=kind,
+            size=size,
+            depth=depth,
+            seconds=plan.seconds,
+            file_size=plan.file_size,
+        )
+        rates = counters.rates(before, counters.read())
+        return Measurement(
+            kind,
+            size,
+            depth,
+            True,
+            iops,
+            bw,
+            0.0,
+            cpu,
+            plan.seconds,
+            engine="threads",
+            device_reads=rates.get("disk.reads", math.nan),
+            device_read_bytes=rates.get("disk.read_bytes", math.nan),
+            device_writes=rates.get("disk.writes", math.nan),
+            device_write_bytes=rates.get("disk.write_bytes", math.nan),
+        )
+    job = Job(
+        kind=kind,
+        size=size,
+        depth=depth,
+        engine="libaio",
+        file=str(target),
+        file_size=plan.file_size,
+    )
+    result = run_job(job, seconds=plan.seconds, warmup=0.3, interval=plan.seconds, device=device)
+    rates = counters.rates(before, counters.read())
+    return Measurement(
+        kind,
+        size,
+        depth,
+        True,
+        result.iops,
+        result.bw,
+        result.usr,
+        result.sys,
+        result.seconds,
+        engine="libaio",
+        device_reads=rates.get("disk.reads", math.nan),
+        device_read_bytes=rates.get("disk.read_bytes", math.nan),
+        device_writes=rates.get("disk.writes", math.nan),
+        device_write_bytes=rates.get("disk.write_bytes", math.nan),
+    )
+
+
+def _cpu_run(
+    job: Job, limit: int | None, warmup: float, seconds: float, device: str
+) -> Measurement:
+    # device counts over the whole run, end_fsync included: buffered writes reach the device
+    # only when written back, often after the timed part
+    counters = LinuxCounters(device=device)
+    before = counters.read()
+    result = run_job(
+        job,
+        seconds=seconds,
+        warmup=warmup,
+        interval=seconds,
+        device=device,
+        cgroup="perfsleuth-calibrate",
+        memory_limit=limit,
+    )
+    rates = counters.rates(before, counters.read())
+    group = result.counters()
+    return Measurement(
+        job.kind,
+        job.size,
+        job.depth,
+        job.direct,
+        result.iops,
+        result.bw,
+        group.get("cg.cpu.user", result.usr),
+        group.get("cg.cpu.system", result.sys),
+        result.seconds,
+        engine=job.engine,
+        role="cpu",
+        extent=float(job.extent or job.file_size),
+        memory_limit=float("nan") if limit is None else float(limit),
+        app_ram=group.get("cg.mem.anon", float("nan")),
+        device_reads=rates.get("disk.reads", math.nan),
+        device_read_bytes=rates.get("disk.read_bytes", math.nan),
+        device_writes=rates.get("disk.writes", math.nan),
+        device_write_bytes=rates.get("disk.write_bytes", math.nan),
+    )
+
+
+def _size(size: int) -> str:
+    return f"{size >> 20}M" if size >= 1 << 20 else f"{size >> 10}K"
+
+
+def summary(profile: Profile, names: Sequence[str] = ("read_a", "read_b")) -> str:
+    """A few lines saying what the profile measured (for the CLI)."""
+    lines = []
+    for name in names:
+        if name in profile.tables:
+            x, y = profile.tables[name]
+            lines.append(
+                f"{name}: " + ", ".join(f"depth {a:g}: {b:.3g}" for a, b in zip(x, y, strict=True))
+            )
+    return "\n".join(lines)

@@ -1,0 +1,104 @@
+"""``perfsleuth bottleneck …``, ``calibrate`` and ``verify`` on the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.bottleneck import measure
+from perfsleuth.cli import main
+
+EXAMPLE = Path(__file__).parents[2] / "src/perfsleuth/bottleneck/examples/upgrades.toml"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args))
+    out, err = capsys.readouterr()
+    code = exit_info.value.code
+    return (code if isinstance(code, int) else 0 if code is None else 2), out, err
+
+
+def test_simulate_then_infer_with_upgrades_and_report(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    counters = tmp_path / "memory.csv"
+    code, _, err = run(
+        capsys,
+        "bottleneck",
+        "simulate",
+        "memory",
+        "-o",
+        str(counters),
+        "--samples",
+        "12",
+        "--seed",
+        "2",
+    )
+    assert code == 0, err
+    assert "bottleneck memory" in err
+    report = tmp_path / "report.html"
+    code, out, err = run(
+        capsys,
+        "--format",
+        "json",
+        "--fail-on",
+        "error",
+        "bottleneck",
+        "infer",
+        str(counters),
+        "--upgrades",
+        str(EXAMPLE),
+        "--target",
+        "1.2x",
+        "--report",
+        str(report),
+    )
+    assert code == 1, err  # an error-severity bottleneck
+    findings = json.loads(out)
+    assert [f["kind"] for f in findings] == ["bottleneck", "upgrade"]
+    assert findings[0]["metric"] == "memory"
+    page = report.read_text()
+    assert "Bottlenecks: resource use inferred" in page
+    assert "upgrades for" in page
+
+
+def test_check_model(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "bottleneck", "check")
+    assert code == 0
+    assert "golden case(s) pass" in out
+    broken = tmp_path / "m.toml"
+    broken.write_text('[model]\nname = "x"\n')
+    code, _, err = run(capsys, "bottleneck", "check", str(broken))
+    assert code == 2
+    assert "m.toml" in err and "parameters" in err
+
+
+def test_bad_target_and_bad_counters(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    counters = tmp_path / "c.csv"
+    counters.write_text("time,entity,counter,value\n2024-01-01T00:00:00Z,h,cpu.user,\n")
+    code, _, err = run(capsys, "bottleneck", "infer", str(counters))
+    assert code == 2
+    assert "c.csv:2" in err and "value" in err
+    code, _, err = run(capsys, "bottleneck", "infer", str(counters), "--target", "lots")
+    assert code == 2
+    assert "--target" in err
+
+
+def test_calibrate_refuses_a_busy_machine(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(measure, "machine_busy", lambda seconds=1.0: 0.9)
+    code, _, err = run(
+        capsys,
+        "calibrate",
+        "--out",
+        str(tmp_path / "p.toml"),
+        "--file",
+        str(tmp_path / "scratch.bin"),
+    )
+    assert code == 2
+    assert "90% busy" in err and "--force" in err
+    assert not (tmp_path / "p.toml").exists()

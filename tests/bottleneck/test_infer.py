@@ -1,0 +1,136 @@
+"""Inference on forward-simulated counters: the right bottleneck and the workload recovered."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from perfsleuth.bottleneck.errormodel import ErrorModel
+from perfsleuth.bottleneck.infer import Inference, infer
+from perfsleuth.bottleneck.model import Model, load_model
+from perfsleuth.datasets.counters import SCENARIOS, CounterRun, simulate_scenario
+from perfsleuth.errors import DataError, NotEnoughDataError
+
+# The parameters each scenario is about: its load (rates) and request sizes.
+KEY = {
+    "seq_read": ("seq_read_bw",),
+    "seq_write": ("seq_write_bw",),
+    "rand_read": ("rand_read_rate", "rand_read_size"),
+    "rand_write": ("rand_write_rate", "rand_write_size"),
+    "cpu": ("app_cpu",),
+    "memory": ("rand_read_rate", "rand_read_size"),
+}
+SEEDS = range(10)
+
+
+@functools.cache
+def model() -> Model:
+    return load_model()
+
+
+def window(run: CounterRun) -> dict[str, float]:
+    """The run's counters averaged over its samples, as the detector does per window."""
+    return {str(k): float(v) for k, v in run.frame.groupby("counter")["value"].mean().items()}
+
+
+@functools.cache
+def results(machine_only: bool = False) -> tuple[tuple[CounterRun, Inference], ...]:
+    columns = None
+    if machine_only:
+        columns = tuple(c for c in model().counter_columns if not c.startswith("cg."))
+    out = []
+    for scenario in SCENARIOS:
+        for seed in SEEDS:
+            run = simulate_scenario(scenario, model=model(), seed=seed, samples=12, columns=columns)
+            out.append((run, infer(model(), window(run), seed=seed)))
+    return tuple(out)
+
+
+def test_the_right_bottleneck_at_least_95_percent_of_the_time() -> None:
+    pairs = results()
+    right = sum(run.bottleneck == res.bottleneck for run, res in pairs)
+    assert right >= math.ceil(0.95 * len(pairs)), f"{right} of {len(pairs)}"
+    # and each scenario's bottleneck is the one it was built around
+    assert all(run.bottleneck == SCENARIOS[run.scenario] for run, _ in pairs)
+
+
+def test_workload_recovered_within_10_percent() -> None:
+    errors: dict[tuple[str, str], list[float]] = {}
+    for run, res in results():
+        for name in KEY[run.scenario]:
+            errors.setdefault((run.scenario, name), []).append(
+                abs(res.value(name) / run.value(name) - 1)
+            )
+    for (scenario, name), values in errors.items():
+        within = np.mean(np.array(values) <= 0.10)
+        assert within >= 0.95, f"{scenario}: {name} within 10% in {within:.0%} ({values})"
+
+
+def test_bottleneck_probabilities_are_a_distribution() -> None:
+    for _, res in results()[::7]:
+        assert res.p_bottleneck.sum() == pytest.approx(1.0)
+        assert res.effective_samples >= 99  # a quarter of the 400 draws, by construction
+        assert 0.0 <= res.tempering <= 1.0
+        assert (res.util_low <= res.util_high).all()
+        assert res.converged
+
+
+def test_machine_counters_alone_mostly_suffice() -> None:
+    # without the workload's cgroup counters, buffered and direct reads are harder to tell
+    # apart (so is memory from disk); most answers are still right
+    pairs = results(machine_only=True)
+    right = sum(run.bottleneck == res.bottleneck for run, res in pairs)
+    assert right >= math.ceil(0.9 * len(pairs)), f"{right} of {len(pairs)}"
+
+
+def test_deterministic() -> None:
+    run = simulate_scenario("memory", model=model(), seed=3)
+    first = infer(model(), window(run), seed=5)
+    again = infer(model(), window(run), seed=5)
+    np.testing.assert_array_equal(first.w, again.w)
+    np.testing.assert_array_equal(first.p_bottleneck, again.p_bottleneck)
+
+
+def test_the_mode_is_a_local_optimum_scipy_agrees() -> None:
+    """Polishing the answer with scipy's L-BFGS-B on the same posterior gains nothing."""
+    m = model()
+    run = simulate_scenario("rand_read", model=m, seed=2)
+    observed = window(run)
+    res = infer(m, observed, seed=0)
+    errors = ErrorModel.default(m)
+    pos = [m.counter_columns.index(c) for c in res.columns]
+    mean, whiten = errors.whitening(pos)
+    target = np.arcsinh(res.observed / errors.scale[pos]) - mean
+
+    def energy(z: np.ndarray) -> float:
+        counters, _ = m.predict(m.priors.to_w(z[None, :]), res.inputs)
+        r = (target - np.arcsinh(counters[0, pos] / errors.scale[pos])) @ whiten.T
+        q, _, _ = m.priors.terms(z)
+        return float(0.5 * r @ r + q.sum())
+
+    z_hat = m.priors.to_z(res.w)
+    polished = minimize(energy, z_hat, method="L-BFGS-B")
+    assert energy(z_hat) == pytest.approx(res.neg_log_posterior, abs=1e-6)
+    assert polished.fun >= energy(z_hat) - 1e-3
+
+
+def test_too_few_counters() -> None:
+    with pytest.raises(NotEnoughDataError, match="only 2 of the model's counters"):
+        infer(model(), {"cpu.user": 0.5, "cpu.system": 0.1, "unrelated": 3.0})
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, "x"])
+def test_non_numbers_are_refused(bad: object) -> None:
+    observed: dict[str, object] = {"cpu.user": 0.5, "cpu.system": 0.1, "disk.reads": bad}
+    with pytest.raises(DataError, match=r"disk\.reads"):
+        infer(model(), observed)  # type: ignore[arg-type]
+
+
+def test_bad_input_counter_is_refused() -> None:
+    observed = {"cpu.user": 0.5, "cpu.system": 0.1, "disk.reads": 10.0, "cg.mem.limit": -1.0}
+    with pytest.raises(DataError, match="mem_limit"):
+        infer(model(), observed)

@@ -1,0 +1,199 @@
+"""Model files: the built-in one loads and passes its golden cases; broken ones are refused with
+the file, line and key named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfsleuth.bottleneck.model import load_model
+from perfsleuth.errors import ConfigError
+
+SMALL = """
+[model]
+name = "tiny"
+
+[parameters.rate]
+unit = "op/s"
+prior = "lognormal"
+median = 100
+sigma = 2
+load = true
+
+[parameters.size]
+unit = "B/op"
+prior = "uniform"
+lower = 512
+upper = 1048576
+
+[constants]
+cost = { value = 1e-4, unit = "s/op" }
+
+[tables.speed]
+x = [1, 100]
+y = [1e-9, 2e-9]
+x_unit = "1"
+y_unit = "s/B"
+
+[[formula]]
+name = "bw"
+expr = "rate * size"
+unit = "B/s"
+
+[[formula]]
+name = "busy"
+expr = "rate * cost + bw * lookup(speed, 1)"
+unit = "1"
+
+[counters.ops]
+column = "dev.ops"
+expr = "rate"
+unit = "op/s"
+scale = 1
+sd = 0.1
+
+[counters.bytes]
+column = "dev.bytes"
+expr = "bw"
+unit = "B/s"
+scale = 1000
+sd = 0.1
+
+[resources.dev]
+label = "device"
+utilisation = "busy"
+
+[load]
+streams = [{ label = "requests", rate = "rate" }]
+
+[[golden]]
+name = "100 requests of 1000 B"
+parameters = { rate = 100, size = 1000 }
+expect = { bw = 100000, busy = 0.0101, ops = 100, dev = 0.0101 }
+rtol = 1e-12
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "model.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_builtin_model_loads_and_passes_its_golden_cases() -> None:
+    model = load_model()
+    assert model.name == "linux"
+    assert {"cpu", "disk", "memory"} == set(model.resource_names)
+    assert len(model.spec.golden) >= 2
+    w = model.priors.median_w()
+    counters, utils = model.predict(np.vstack([w, w]))
+    assert counters.shape == (2, len(model.counters))
+    assert utils.shape == (2, 3)
+    assert np.isfinite(counters).all() and np.isfinite(utils).all()
+
+
+def test_small_model_evaluates(tmp_path: Path) -> None:
+    model = load_model(write(tmp_path, SMALL))
+    w = model.workload({"rate": 10.0, "size": 4096.0})
+    counters, utils = model.predict(w[None, :])
+    assert counters[0].tolist() == [10.0, 40960.0]
+    assert utils[0, 0] == pytest.approx(10 * 1e-4 + 40960 * 1e-9)
+
+
+def test_with_values_replaces_constants_and_tables(tmp_path: Path) -> None:
+    model = load_model(write(tmp_path, SMALL))
+    faster = model.with_values({"cost": 0.5e-4}, {"speed": ([1, 100], [0.5e-9, 1e-9])})
+    w = model.workload({"rate": 10.0, "size": 4096.0})
+    assert faster.predict(w[None, :])[1][0, 0] == pytest.approx(
+        0.5 * model.predict(w[None, :])[1][0, 0]
+    )
+    with pytest.raises(ConfigError, match=r"constants.costt: not a constant.*did you mean 'cost'"):
+        model.with_values({"costt": 1.0}, source="profile.toml")
+
+
+BROKEN = [
+    # (what to replace, replacement, message the error must contain)
+    (
+        'expr = "rate * size"',
+        'expr = "rate * sise"',
+        r"model.toml:\d+: formula\[0\].expr: "
+        r"unknown name 'sise' \(did you mean 'size'\?\)",
+    ),
+    ('expr = "rate * size"', 'expr = "rate * busy"', r"formulas form a cycle: bw -> busy -> bw"),
+    ('expr = "rate * size"', 'expr = "rate + size"', r"formula\[0\].expr: .*units of '\+' differ"),
+    ('unit = "B/s"\n', 'unit = "B"\n', r"formula\[0\].expr: the formula is in B/s, declared B"),
+    ('expr = "rate * size"', 'expr = "rate.real"', r"formula\[0\].expr: attribute access"),
+    ('expr = "rate * size"', 'expr = "__import__(1)"', r"'__import__'"),
+    ('expr = "rate * size"', 'expr = "speed * rate"', r"table 'speed' used as a value"),
+    ("lookup(speed, 1)", "lookup(sped, 1)", r"lookup of unknown table 'sped'"),
+    ("median = 100\n", "", r"model.toml:\d+: parameters.rate: a lognormal prior needs median"),
+    ("lower = 512\n", "", r"parameters.size: a uniform prior needs lower and upper"),
+    ("upper = 1048576", "upper = 100", r"parameters.size: bounds must satisfy lower < upper"),
+    ("y = [1e-9, 2e-9]", "y = [1e-9]", r"tables.speed: x and y must be lists of the same length"),
+    ("x = [1, 100]", "x = [100, 1]", r"tables.speed: x must be strictly increasing"),
+    (
+        'unit = "op/s"\nprior',
+        'unit = "ops/sec"\nprior',
+        r"parameters.rate.unit: unknown unit 'sec'",
+    ),
+    (
+        "expect = { bw = 100000",
+        "expect = { bw = 100001",
+        r"model.toml:\d+: golden\[0\]: golden case '100 requests of 1000 B': bw = 100000.0, "
+        r"expected 100001.0",
+    ),
+    ("expect = { bw = 100000", "expect = { bandwidth = 100000", r"nothing named 'bandwidth'"),
+    ("parameters = { rate = 100", "parameters = { rat = 100", r"rat: not a parameter"),
+    ('name = "bw"', 'name = "rate"', r"'rate' is already defined in parameters"),
+    ('name = "bw"', 'name = "exp"', r"'exp' is the name of a function"),
+    ('column = "dev.bytes"', 'column = "dev.ops"', r"column 'dev.ops' is already predicted"),
+    (
+        "sd = 0.1\n\n[resources",
+        "sd = -1\n\n[resources",
+        r"counters.bytes.sd: Input should be "
+        r"greater than 0",
+    ),
+    ('label = "device"', 'label = "device"\ncolour = "red"', r"resources.dev.colour: Extra inputs"),
+    (
+        'utilisation = "busy"',
+        'utilisation = "bw"',
+        r"resources.dev.utilisation: the formula is "
+        r"in B/s, declared 1",
+    ),
+    ("[[golden]]", "[[golden]\n", r"not valid TOML"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "message"), BROKEN)
+def test_broken_models_are_refused_with_file_line_and_key(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    assert old in SMALL
+    path = write(tmp_path, SMALL.replace(old, new, 1))
+    with pytest.raises(ConfigError, match=message) as info:
+        load_model(path)
+    assert str(path) in str(info.value)
+
+
+def test_error_names_the_line_of_the_formula(tmp_path: Path) -> None:
+    text = SMALL.replace('expr = "rate * size"', 'expr = "rate * sise"')
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_model(path)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip() == "[[formula]]")
+    assert f"model.toml:{line}:" in str(info.value)
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read model"):
+        load_model(tmp_path / "absent.toml")
+
+
+def test_workload_checks_names_and_bounds(tmp_path: Path) -> None:
+    model = load_model(write(tmp_path, SMALL))
+    with pytest.raises(ConfigError, match=r"size: 10\.0 is outside its bounds"):
+        model.workload({"size": 10.0})
+    with pytest.raises(ConfigError, match="speed: not a parameter"):
+        model.workload({"speed": 1.0})

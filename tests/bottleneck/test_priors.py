@@ -1,0 +1,73 @@
+"""Priors in the unbounded space: transforms invert, derivatives are right, draws follow."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from perfsleuth.bottleneck.priors import ParameterPrior, Priors
+
+PRIORS = Priors(
+    [
+        ParameterPrior("lognormal", lower=0.0, median=100.0, sigma=2.0),
+        ParameterPrior("lognormal", lower=512.0, median=16384.0, sigma=1.5, offset=512.0),
+        ParameterPrior("lognormal", lower=1.0, upper=1e6, median=1000.0, sigma=3.0),  # bounded
+        ParameterPrior(
+            "lognormal", lower=10.0, median=30.0, sigma=1.0, offset=0.0
+        ),  # offset < lower
+        ParameterPrior("uniform", lower=-1.0, upper=3.0),
+        ParameterPrior("beta", lower=0.0, upper=1.0, alpha=0.5, beta=0.5),
+        ParameterPrior("beta", lower=0.0, upper=1.0, alpha=2.0, beta=5.0),
+    ]
+)
+
+
+def test_transforms_invert_inside_the_bounds() -> None:
+    rng = np.random.default_rng(1)
+    w = PRIORS.sample_w(rng, 200)
+    assert (w >= PRIORS.lower).all()
+    assert (w <= np.where(PRIORS.bounded, PRIORS.upper, np.inf)).all()
+    np.testing.assert_allclose(PRIORS.to_w(PRIORS.to_z(w)), w, rtol=1e-7, atol=1e-9)
+
+
+def test_derivatives_match_finite_differences() -> None:
+    z = np.linspace(-3, 3, 13)[:, None] * np.ones(PRIORS.size) + PRIORS.to_z(PRIORS.median_w())
+    _, d, h = PRIORS.terms(z)
+    step = 1e-5
+    qp, dp, _ = PRIORS.terms(z + step)
+    qm, dm, _ = PRIORS.terms(z - step)
+    np.testing.assert_allclose(d, (qp - qm) / (2 * step), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h, (dp - dm) / (2 * step), rtol=1e-4, atol=1e-5)
+
+
+def test_lognormal_at_its_offset_is_normal_in_z() -> None:
+    # q(z) = (z - mu)^2 / (2 sigma^2) for z = ln(w - offset)
+    z = np.array([[math.log(100.0) + 1.0] + [0.0] * (PRIORS.size - 1)])
+    q, d, h = PRIORS.terms(z)
+    assert q[0, 0] == pytest.approx(1.0 / (2 * 4.0))
+    assert d[0, 0] == pytest.approx(1.0 / 4.0)
+    assert h[0, 0] == pytest.approx(1.0 / 4.0)
+
+
+def test_beta_mode_in_z_is_interior_even_for_u_shaped_priors() -> None:
+    z = np.linspace(-30, 30, 20001)[:, None] * np.ones(PRIORS.size)
+    q, _, h = PRIORS.terms(z)
+    for column in (5, 6):
+        best = z[np.argmin(q[:, column]), column]
+        assert -30 < best < 30
+        assert (h[:, column] >= 0).all()
+    # Beta(2, 5) in z: mode where -α(1-s) + βs = 0, s = α/(α+β) = 2/7
+    s = 1 / (1 + math.exp(-z[np.argmin(q[:, 6]), 6]))
+    assert s == pytest.approx(2 / 7, abs=1e-3)
+
+
+def test_draws_follow_the_priors() -> None:
+    w = PRIORS.sample_w(np.random.default_rng(0), 20000)
+    assert np.median(w[:, 0]) == pytest.approx(100.0, rel=0.05)
+    assert np.std(np.log(w[:, 0])) == pytest.approx(2.0, rel=0.05)
+    assert np.median(w[:, 1] - 512) == pytest.approx(16384.0, rel=0.05)
+    assert w[:, 4].mean() == pytest.approx(1.0, abs=0.05)
+    assert w[:, 6].mean() == pytest.approx(2 / 7, abs=0.01)
+    assert PRIORS.median_w()[0] == pytest.approx(100.0)

@@ -1,0 +1,149 @@
+"""Upgrade advice: maximum throughput, cost per unit of added throughput, the cheapest option
+that meets a target."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfsleuth.bottleneck.model import load_model
+from perfsleuth.bottleneck.upgrades import (
+    Catalogue,
+    Option,
+    analyse_upgrades,
+    apply_option,
+    load_catalogue,
+    max_load,
+)
+from perfsleuth.errors import ConfigError
+
+MODEL = load_model()
+EXAMPLE = Path(__file__).parents[2] / "src/perfsleuth/bottleneck/examples/upgrades.toml"
+
+
+def disk_bound() -> np.ndarray:
+    """Direct 16 KiB random reads at depth 4 loading the disk, little else."""
+    quiet = {
+        "seq_read_bw": 0.0,
+        "seq_write_bw": 0.0,
+        "rand_write_rate": 0.0,
+        "bg_cpu": 0.0,
+        "bg_read_bw": 0.0,
+        "bg_write_bw": 0.0,
+        "app_cpu": 0.01,
+    }
+    return MODEL.workload(
+        {
+            **quiet,
+            "rand_read_rate": 20000.0,
+            "rand_read_size": 16384.0,
+            "rand_read_direct": 1.0,
+            "io_depth": 4.0,
+        }
+    )
+
+
+def test_max_load_is_the_inverse_of_a_linear_utilisation() -> None:
+    w = disk_bound()
+    _, utils = MODEL.predict(w[None, :])
+    disk = float(utils[0, MODEL.resource_names.index("disk")])
+    factor, limit = max_load(MODEL, w)
+    assert limit == "disk"
+    assert factor == pytest.approx(1.0 / disk, rel=1e-3)
+
+
+def test_an_idle_workload_is_capped() -> None:
+    w = MODEL.workload(
+        {
+            "app_cpu": 0.0,
+            "seq_read_bw": 0.0,
+            "seq_write_bw": 0.0,
+            "rand_read_rate": 0.0,
+            "rand_write_rate": 0.0,
+            "bg_cpu": 0.0,
+            "bg_read_bw": 0.0,
+            "bg_write_bw": 0.0,
+        }
+    )
+    factor, _ = max_load(MODEL, w)
+    assert factor == 1e5
+
+
+def test_faster_disk_raises_throughput_and_cheapest_meeting_target_wins() -> None:
+    options = (
+        Option("fast disk", 300.0, "disk", scale={"read_a": 0.5, "read_b": 0.5}),
+        Option("ok disk", 100.0, "disk", scale={"read_a": 0.8, "read_b": 0.8}),
+        Option("cores", 50.0, "cpu", scale={"ncpu": 2.0}),
+    )
+    catalogue = Catalogue(options, currency="EUR", max_combined=2)
+    w = disk_bound()
+    analysis = analyse_upgrades(MODEL, w, catalogue, target_factor=1.5)
+    names = {r.name for r in analysis.results}
+    assert "fast disk + ok disk" not in names  # same group: exclusive
+    assert "fast disk + cores" in names
+    by_name = {r.name: r for r in analysis.results}
+    assert by_name["cores"].added == pytest.approx(0.0, abs=1e-6 * analysis.base_max_throughput)
+    assert by_name["fast disk"].max_throughput == pytest.approx(
+        2 * analysis.base_max_throughput, rel=0.01
+    )
+    assert by_name["ok disk"].max_throughput == pytest.approx(
+        analysis.base_max_throughput / 0.8, rel=0.01
+    )
+    assert analysis.unit == "random reads"
+    assert analysis.recommended is not None
+    assert analysis.recommended.name == "fast disk"  # 1.25x is short of 1.5x
+    assert "fast disk (300 EUR) is the cheapest that meets the target" in analysis.reason()
+    # without a target: the best price per added throughput
+    free = analyse_upgrades(MODEL, w, catalogue)
+    assert free.recommended is not None
+    assert free.recommended.cost_per_unit == min(r.cost_per_unit for r in free.results)
+
+
+def test_no_option_meets_an_impossible_target() -> None:
+    catalogue = Catalogue((Option("ok disk", 100.0, "disk", scale={"read_a": 0.8}),))
+    analysis = analyse_upgrades(MODEL, disk_bound(), catalogue, target=1e9)
+    assert analysis.recommended is None
+    assert "no option meets the target" in analysis.reason()
+
+
+def test_example_catalogue_loads_and_applies() -> None:
+    catalogue = load_catalogue(EXAMPLE, MODEL)
+    assert catalogue.currency == "EUR"
+    assert len(catalogue.options) == 5
+    bigger = apply_option(MODEL, next(o for o in catalogue.options if o.name == "twice the cores"))
+    assert bigger.constants["ncpu"] == 2 * MODEL.constants["ncpu"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[[option]]\nname = "x"\n', r"option.0.price: Field required"),
+        ('[[option]]\nname = "x"\nprice = -1\n', r"option.0.price: Input should be greater"),
+        ('[[option]]\nname = "x"\nprice = 1\ncolour = "red"\n', "option.0.colour: Extra inputs"),
+        (
+            '[[option]]\nname = "x"\nprice = 1\n[[option]]\nname = "x"\nprice = 2\n',
+            r"option\[1\].name: 'x' appears twice",
+        ),
+        (
+            '[[option]]\nname = "x"\nprice = 1\nscale = { read_a = 0 }\n',
+            r"option\[0\].scale.read_a: must be positive",
+        ),
+        (
+            '[[option]]\nname = "x"\nprice = 1\nscale = { reed_a = 2 }\n',
+            r"option\[0\] \('x'\): scale.reed_a: not a constant or table",
+        ),
+        (
+            '[[option]]\nname = "x"\nprice = 1\nset = { ncpus = 2 }\n',
+            r"option\[0\] \('x'\).*constants.ncpus: not a constant",
+        ),
+        ('[[option]]\nname = "x"\nprice = 1\nprofile = "absent.toml"\n', "cannot read calibration"),
+        ("[catalogue]\n", "option: Field required"),
+    ],
+)
+def test_bad_catalogues_name_the_key(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "cat.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_catalogue(path, MODEL)
