@@ -31,7 +31,7 @@ import threading
 import time as _time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from os import PathLike
@@ -647,6 +647,15 @@ class Store:
         """Row count of each table in :data:`TABLES`."""
         con = self._connection()
         return {table: int(_scalar(con, f"SELECT count(*) FROM {table}")) for table in TABLES}
+
+    def transaction(self, what: str) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        """A write transaction on the store's connection, for modules with their own tables.
+
+        The collector uses it to commit samples and its restart cursor together. ``what`` names
+        the work in the :class:`StoreError` raised if the database refuses it (then nothing of
+        the transaction is stored).
+        """
+        return self._transaction(what)
 
     # -- internals ------------------------------------------------------------------------------
 

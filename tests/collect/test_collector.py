@@ -1,0 +1,104 @@
+"""The local collector on this machine's /proc: rates, vanishing processes, resume, roll-up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.collect import Collector
+from perfsleuth.collect.procfs import read_os, read_processes
+from perfsleuth.store import Store
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+
+def test_readers_see_this_process() -> None:
+    import os
+
+    readings = {r.pid: r for r in read_processes()}
+    me = readings[os.getpid()]
+    assert me.name.startswith("python") or me.name == "pytest"
+    assert me.rss_bytes > 0 and me.cpu_ticks > 0
+    cumulative, gauges = read_os()
+    assert cumulative["cpu.user"] > 0
+    assert gauges["mem.MemTotal"] > 0 and gauges["cpu.count"] >= 1
+
+
+def test_spinner_cpu_and_vanishing_process(tmp_path: Path) -> None:
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    short = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    try:
+        with Store(tmp_path / "s.duckdb") as store:
+            collector = Collector(store, node="n1", batch=100)
+            collector.sample()
+            for _ in range(4):
+                time.sleep(0.25)
+                collector.sample()  # the short process exits between samples
+            commit = collector.flush()
+            assert commit is not None and commit.samples == 4
+            frame = store.read_frame("process")
+            counters = store.read_frame("counter")
+    finally:
+        spin.kill()
+        spin.wait()
+        short.wait()
+    mine = frame[frame["pid"] == spin.pid]
+    assert len(mine) == 4
+    # a spinning process uses up to a core (less when other work shares the machine)
+    assert 0.2 < mine["cpu"].max() <= 1.1
+    assert (frame.groupby(["pid", "name", "time"]).size() == 1).all()
+    intervals = counters[counters["counter"] == "collector.interval_s"]["value"]
+    assert len(intervals) == 4 and (intervals > 0.2).all()
+
+
+def test_resume_covers_the_gap_and_replay_adds_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    t0 = time.time()
+    with Store(path) as store:
+        collector = Collector(store, node="n1", batch=2)
+        collector.sample(t0)
+        collector.sample(t0 + 1)
+        collector.sample(t0 + 2)  # commits two samples
+        collector.sample(t0 + 3)  # pending: lost, as in a crash
+    with Store(path) as store:
+        collector = Collector(store, node="n1", batch=1)
+        commit = collector.sample(t0 + 10)
+        assert commit is not None and commit.samples == 1
+        counters = store.read_frame("counter", name="collector.interval_s")
+        stamps = [t.timestamp() for t in counters["time"]]
+        assert stamps == pytest.approx([t0 + 1, t0 + 2, t0 + 10], abs=1e-5)
+        # the first sample after the restart covers all the time since the last commit
+        assert counters["value"].tolist() == pytest.approx([1.0, 1.0, 8.0], abs=1e-5)
+        # the same sample time again (a replayed batch) inserts nothing
+        before = store.stats()
+        collector._last_time = t0 + 9  # pretend the clock allows it
+        collector.sample(t0 + 10)
+        assert store.stats()["processes"] == before["processes"]
+        assert store.stats()["samples"] == before["samples"]
+
+
+def test_rollup_to_hourly(tmp_path: Path) -> None:
+    base = datetime(2024, 5, 1, 9, 0, tzinfo=UTC).timestamp()
+    with Store(tmp_path / "s.duckdb") as store:
+        collector = Collector(store, node="n1", batch=1000)
+        for k in range(7):
+            collector.sample(base + 600 * k)  # 09:00 ... 10:00 every 10 min
+        collector.flush()
+        n_raw = store.stats()["processes"]
+        done = collector.rollup(timedelta(0), now=datetime(2024, 5, 1, 10, 30, tzinfo=UTC))
+        assert done.cutoff == datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
+        left = store.read_frame("process")
+        assert set(left["time"]) == {datetime(2024, 5, 1, 10, 0, tzinfo=UTC)}
+        assert done.process_rows == n_raw - len(left)
+        with store.transaction("read") as con:
+            hours = con.execute("SELECT DISTINCT epoch(hour) FROM processes_hourly").fetchall()
+            n = con.execute("SELECT sum(n) FROM processes_hourly").fetchone()
+        assert [h[0] for h in hours] == [datetime(2024, 5, 1, 9, 0, tzinfo=UTC).timestamp()]
+        assert n is not None and n[0] == done.process_rows
+        again = collector.rollup(timedelta(0), now=datetime(2024, 5, 1, 10, 30, tzinfo=UTC))
+        assert again.process_rows == 0
