@@ -175,6 +175,39 @@ def test_process_io_bytes_may_be_partly_unknown(store: Store) -> None:
     assert read["io_bytes"].isna().tolist() == [False, True, False, False]
 
 
+def test_process_node_context_round_trips(store: Store) -> None:
+    frame = process_frame().assign(
+        ncpu=2.0, machine_cpu=[0.5, 1.0, 1.5, 2.0], volume=np.nan, file_bytes=1e6, os="Linux"
+    )
+    frame.loc[0, "volume"] = 10.0
+    store.write_frame(frame, "process")
+    read = store.read_frame("process")
+    for column in ("ncpu", "machine_cpu", "volume", "file_bytes", "os"):
+        assert read[column].tolist() == frame[column].tolist() or column == "volume"
+    assert read["volume"].isna().tolist() == [False, True, True, True]
+    # without the context, the frame reads back as written (no empty columns)
+    store.write_frame(process_frame().assign(node="other"), "process")
+    assert "machine_cpu" not in store.read_frame("process", node="other").columns
+
+
+def test_a_version_1_store_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)")
+    for statement in MIGRATIONS[1]:
+        con.execute(statement)
+    con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    con.execute(
+        "INSERT INTO processes VALUES "
+        "('n1', 7, 'java', '2024-05-01T09:00:00Z', 'app', .5, 1e6, NULL)"
+    )
+    con.close()
+    with Store(path) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        read = store.read_frame("process")
+        assert read["pid"].tolist() == [7] and "ncpu" not in read.columns
+
+
 def test_workload_round_trip_keeps_column_order(store: Store) -> None:
     frame = workload_frame()
     assert store.write_frame(frame, "workload", source="shop") == 3

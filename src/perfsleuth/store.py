@@ -58,7 +58,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_STORE_PATH: Final = Path("perfsleuth.duckdb")
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """Version of the schema this code writes; a store with a higher version is refused."""
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -131,6 +131,17 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             kind VARCHAR NOT NULL,
             "text" VARCHAR NOT NULL
         )""",
+    ),
+    # The process frame's optional per-row node context (frames.PROCESS), kept as given.
+    2: tuple(
+        f"ALTER TABLE processes ADD COLUMN {column} {kind}"
+        for column, kind in (
+            ("ncpu", "DOUBLE"),
+            ("machine_cpu", "DOUBLE"),
+            ("volume", "DOUBLE"),
+            ("file_bytes", "DOUBLE"),
+            ("os", "VARCHAR"),
+        )
     ),
 }
 """Schema changes by version: the SQL that takes a store from ``version - 1`` to ``version``.
@@ -368,10 +379,13 @@ class Store:
             _name_filter(where, params, "node", node)
             _name_filter(where, params, "name", name)
             sql = (
-                'SELECT time, node, pid, name, "user", cpu, rss_bytes, io_bytes FROM processes '
-                f"{_where(where)} ORDER BY node, pid, name, time"
+                f"SELECT time, node, pid, name, \"user\", cpu, rss_bytes, {_OPTIONAL_PROCESS_SQL} "
+                f"FROM processes {_where(where)} ORDER BY node, pid, name, time"
             )
-            return _frame(con, sql, params)
+            frame = _frame(con, sql, params)
+            # io_bytes is always there (NaN when unknown); the node context only when given
+            context = [c for c in _OPTIONAL_PROCESS if c != "io_bytes"]
+            return frame.drop(columns=[c for c in context if frame[c].isna().all()])
         if spec == "node":
             _name_filter(where, params, "node", node)
             sql = f"SELECT node, ncpu, os FROM nodes {_where(where)} ORDER BY node"
@@ -854,6 +868,10 @@ def _prepare_samples(name: str) -> _Prepare:
     return prepare
 
 
+_OPTIONAL_PROCESS: Final = ("io_bytes", "ncpu", "machine_cpu", "volume", "file_bytes", "os")
+_OPTIONAL_PROCESS_SQL: Final = ", ".join(_OPTIONAL_PROCESS)
+
+
 def _prepare_process(frame: pd.DataFrame, where: str) -> _Batch | None:
     required = ("time", "node", "pid", "name", "user", "cpu", "rss_bytes")
     if not _require(frame, required, "process", where):
@@ -866,11 +884,16 @@ def _prepare_process(frame: pd.DataFrame, where: str) -> _Batch | None:
         if (floats % 1 != 0).any():
             raise DataError(located("expected whole numbers", source=where, field="pid"))
         pids = floats.astype("int64")
-    io = (
-        _number_values(frame, "io_bytes", where, nullable=True)
-        if "io_bytes" in frame.columns
-        else np.full(len(frame), np.nan)
-    )
+    optional: dict[str, Any] = {
+        column: (
+            _number_values(frame, column, where, nullable=True)
+            if column in frame.columns
+            else np.full(len(frame), np.nan)
+        )
+        for column in _OPTIONAL_PROCESS[:-1]
+    }
+    no_os = pd.Series([None] * len(frame), dtype=object)
+    optional["os"] = _text_values(frame, "os", where) if "os" in frame.columns else no_os
     rows = pd.DataFrame(
         {
             "node": _text_values(frame, "node", where),
@@ -880,7 +903,7 @@ def _prepare_process(frame: pd.DataFrame, where: str) -> _Batch | None:
             "user": _text_values(frame, "user", where),
             "cpu": _number_values(frame, "cpu", where),
             "rss_bytes": _number_values(frame, "rss_bytes", where),
-            "io_bytes": io,
+            **optional,
             "pos": np.arange(len(frame)),
         }
     )
@@ -1013,7 +1036,7 @@ def _write_process(con: duckdb.DuckDBPyConnection, batch: _Batch, source: str) -
         con,
         "processes",
         ("node", "pid", "name", "time"),
-        ("node", "pid", "name", "time", "user", "cpu", "rss_bytes", "io_bytes"),
+        ("node", "pid", "name", "time", "user", "cpu", "rss_bytes", *_OPTIONAL_PROCESS),
         batch.rows,
     )
 
