@@ -143,10 +143,11 @@ def test_plotlyjs_inlined_once_and_nothing_external() -> None:
     markup = re.sub(r"(<script\b[^>]*>).*?(</script>)", r"\1\2", page, flags=re.S | re.I)
     assert not re.search(r"<(?:link|img|iframe|object|embed)\b", markup, re.IGNORECASE)
     assert not re.search(r"(?:src|href)\s*=\s*['\"]?\s*(?:https?:)?//", markup, re.IGNORECASE)
-    # one error hook and plotly.js in the head, one figure block per finding, one drawing script
+    # one error hook and plotly.js in the head, the timeline (two families), one figure block
+    # per finding, one drawing script
     kinds = [attrs.get("type") for attrs, _ in scripts(page)]
-    assert kinds == [None, None, "application/json", "application/json", None]
-    assert 'data-plots-expected="2"' in body
+    assert kinds == [None, None, *["application/json"] * 3, None]
+    assert 'data-plots-expected="3"' in body
 
 
 def test_zero_findings() -> None:
@@ -554,10 +555,10 @@ def test_report_renders_in_chromium(tmp_path: Path) -> None:
     page = write_html(tmp_path / "report.html", found, series=series)
     dom, console = browse(page, tmp_path)
     body = body_tag(dom)
-    assert 'data-plots-expected="5"' in body
-    assert 'data-plots="5"' in body, f"not every figure was drawn: {body}"
+    assert 'data-plots-expected="6"' in body  # five findings and the timeline (two families)
+    assert 'data-plots="6"' in body, f"not every figure was drawn: {body}"
     assert "data-errors" not in body and 'id="ps-error"' not in dom
-    assert dom.count('class="main-svg"') >= 5  # plotly drew SVG for each figure
+    assert dom.count('class="main-svg"') >= 6  # plotly drew SVG for each figure
     errors = [line for line in console if re.search(r"uncaught|error", line, re.IGNORECASE)]
     assert not errors, "\n".join(errors)
     assert "<script>alert(1)</script>" not in dom
@@ -574,3 +575,174 @@ def test_render_failures_show_a_banner_in_chromium(tmp_path: Path) -> None:
     body = body_tag(dom)
     assert 'data-plots="1"' in body and 'data-errors="1"' in body
     assert 'id="ps-error"' in dom and "figure-1: SyntaxError" in dom
+
+
+# ---------------------------------------------------------------------------- page structure
+
+
+def _families_findings() -> list[Finding]:
+    """One finding per family, severities mixed, times spread."""
+    return [
+        finding(severity=Severity.INFO, entity="cp-info", detector="changepoint"),
+        finding(
+            kind=Kind.WORKLOAD_ANOMALY,
+            entity="shop",
+            severity=Severity.ERROR,
+            start=T0 + timedelta(hours=5),
+            end=T0 + timedelta(hours=6),
+            detector="workload_mix",
+        ),
+        finding(
+            kind=Kind.APPLICATION_CHANGE,
+            entity="books",
+            severity=Severity.CRITICAL,
+            start=T0 + timedelta(hours=9),
+            detector="workload_segments",
+        ),
+        finding(
+            kind=Kind.CPU_LOOP,
+            entity="node1/java[42]",
+            severity=Severity.WARNING,
+            start=T0 + timedelta(hours=1),
+            end=T0 + timedelta(hours=12),
+            detector="cpu_loop",
+        ),
+        finding(
+            kind=Kind.BOTTLENECK,
+            entity="db-1",
+            severity=Severity.ERROR,
+            start=T0 + timedelta(hours=2),
+            detector="bottleneck",
+        ),
+    ]
+
+
+def _summary_rows(page: str) -> list[str]:
+    summary = page.split('id="summary"', 1)[1].split("</section>", 1)[0]
+    return re.findall(r"<tr>\s*<td class=\"num\">.*?</tr>", summary, flags=re.S)
+
+
+def test_summary_says_what_happened_and_what_to_do_most_severe_first() -> None:
+    page = render_html(_families_findings(), generated=T0)
+    rows = _summary_rows(page)
+    assert len(rows) == 5
+    severities = [re.search(r"badge sev-(\w+)", row).group(1) for row in rows]  # type: ignore[union-attr]
+    assert severities == ["critical", "error", "error", "warning", "info"]
+    # one line each with its family and entity; equal severities by start time
+    expected = [
+        ("Workload segments", "books"),
+        ("Bottlenecks and upgrades", "db-1"),
+        ("Transaction mix", "shop"),
+        ("Process pathologies", "node1/java[42]"),
+        ("Change points", "cp-info"),
+    ]
+    for row, (family, entity) in zip(rows, expected, strict=True):
+        assert f">{family}</a>" in row and f'<td class="name">{entity}<' in row
+    assert "Review the release or configuration change" in rows[0]  # what to do first
+    assert page.index('id="summary"') < page.index('id="timeline"') < page.index('id="findings"')
+
+
+def test_summary_folds_the_rest_after_ten() -> None:
+    found = [finding(entity=f"host-{i:02d}", start=T0 + timedelta(minutes=i)) for i in range(14)]
+    page = render_html(found)
+    assert len(_summary_rows(page)) == 14
+    shown, folded = page.split('id="summary"', 1)[1].split('<details class="more">', 1)
+    assert shown.count('<td class="num">') == 10
+    assert "4 more findings" in folded
+
+
+def test_timeline_shows_every_family_and_links_to_the_findings() -> None:
+    page = render_html(_families_findings())
+    fig = figures(page)["timeline-figure"]
+    markers = [t for t in fig["data"] if t["mode"] == "markers"]
+    rows = {y for t in markers for y in t["y"]}
+    assert rows == {
+        "Change points",
+        "Transaction mix",
+        "Workload segments",
+        "Process pathologies",
+        "Bottlenecks and upgrades",
+    }
+    assert fig["layout"]["yaxis"]["categoryarray"][-1] == "Change points"  # first family on top
+    anchors = sorted(a for t in markers for a in t["customdata"])
+    assert anchors == [f"finding-{n}" for n in range(1, 6)]
+    assert all(f'id="{a}"' in page for a in anchors)
+    spans = [t for t in fig["data"] if t["mode"] == "lines"]
+    assert {y for t in spans for y in t["y"] if y} == {"Transaction mix", "Process pathologies"}
+    assert [t["name"] for t in markers] == ["info", "warning", "error", "critical"]
+    # hover text is escaped for plotly.js
+    planted = finding(entity=XSS, detector="bottleneck", kind=Kind.BOTTLENECK)
+    fig = figures(render_html([*_families_findings(), planted]))["timeline-figure"]
+    text = " ".join(s for t in fig["data"] if t["mode"] == "markers" for s in t["text"])
+    assert XSS not in text and html.escape(XSS, quote=False) in text
+
+
+def test_no_timeline_for_one_family() -> None:
+    page = render_html([finding(), finding(entity="web-2")], series=metric_frame(50))
+    assert 'id="timeline"' not in page
+    assert "timeline-figure" not in figures(page)
+
+
+def test_family_sections_open_their_block_before_its_findings() -> None:
+    from perfsleuth.report import Section
+
+    found = _families_findings()
+    parts = [
+        Section("Loose part", intro="no family"),
+        Section("Process plots", intro="graphs", family="process"),
+        Section("Quiet family", intro="no findings here", family="changepoint"),
+    ]
+    page = render_html(found[1:], sections=parts)  # no change-point finding
+    blocks = re.findall(r'<section class="family-block" id="family-(\w+)">', page)
+    assert blocks == [
+        "changepoint",
+        "workload_mix",
+        "workload_segments",
+        "process",
+        "bottleneck",
+    ]
+    process = page.split('id="family-process"', 1)[1].split('class="family-block"', 1)[0]
+    assert process.index("Process plots") < process.index("node1/java[42]")
+    quiet = page.split('id="family-changepoint"', 1)[1].split('class="family-block"', 1)[0]
+    assert "No findings in this family." in quiet
+    # a section without a family comes after the blocks
+    assert page.index('id="family-bottleneck"') < page.index("Loose part")
+    with pytest.raises(ValueError, match="unknown family 'gpu'"):
+        Section("x", family="gpu")
+
+
+def test_coverage_lists_rejected_lines_escaped() -> None:
+    from perfsleuth.sources.transactions import BadLine, Rejects
+
+    bad = [
+        BadLine("access.log", line, "no latency field", text=f"GET /{XSS} {line}")
+        for line in (3, 9, 12, 40, 41, 77)
+    ]
+    rejects = Rejects(
+        count=8, by_reason={"no latency field": 6, f"bad {XSS}": 2}, examples=tuple(bad)
+    )
+    page = render_html([finding()], rejected={f"access{XSS}.log": rejects, "ok.log": Rejects()})
+    assert XSS not in page
+    coverage = page.split('id="coverage"', 1)[1]
+    assert "Rejected input lines" in coverage
+    assert f"access{XSS_ESCAPED}.log" in coverage
+    assert "6 × no latency field" in coverage and f"2 × bad {XSS_ESCAPED}" in coverage
+    assert "access.log:3: no latency field" in coverage
+    assert "access.log:41:" in coverage and "access.log:77:" not in coverage  # first five
+    assert "and 3 more" in coverage
+    assert '<a href="#coverage">Data coverage</a>' in page
+
+
+def test_a_fleet_of_findings_stays_light() -> None:
+    from perfsleuth.report import html as report_html
+
+    found = [
+        finding(kind=Kind.CPU_LOOP, entity=f"node{i:04d}/spin[{i}]", metric="cpu")
+        for i in range(report_html._CHARTED + 30)
+    ]
+    page = render_html(found)
+    figs = figures(page)
+    assert len(figs) == report_html._CHARTED  # one family: no timeline
+    assert f'data-plots-expected="{report_html._CHARTED}"' in page
+    assert page.count('<article class="finding') == len(found)  # evidence for every one
+    assert "Not plotted: plots are drawn for the 100 most severe findings only." in page

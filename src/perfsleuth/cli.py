@@ -168,8 +168,12 @@ def demo(
 ) -> None:
     """Run every detector family on seeded data: store, report, JSON lines; no network."""
     from perfsleuth.demo import run_demo
+    from perfsleuth.report._common import FAMILIES, family_of
 
     result = run_demo(out, store, seed=seed)
+    for family in result.families:
+        count = sum(1 for f in result.findings if family_of(f) == family)
+        _note(f"{FAMILIES[family]}: {count} finding(s)")
     _note(f"report:   {result.report}")
     _note(f"findings: {result.jsonl}")
     _note(f"store:    {result.store}")

@@ -1,27 +1,61 @@
-"""``perfsleuth demo``: every detector family that exists, on seeded data, end to end.
+"""``perfsleuth demo``: every detector family on seeded data, end to end.
 
 Nothing touches the network: data come from :mod:`perfsleuth.datasets`, go through the same
-frame validation, store, detectors, report and JSON-lines output that real data do.
+frame validation, store, detectors, report and JSON-lines output that real data do. The five
+families share one calendar (2024-05-01 to 2024-05-04 UTC), so the report's timeline reads as
+the story of one estate:
+
+* **change points** (Berry & Hellerstein): three M/M/1 services, 2-second means, 2024-05-01
+  09:00 — ``checkout`` gets 60% more traffic half-way, ``search`` a 50% slower release,
+  ``inventory`` nothing (a control: nothing may be reported);
+* **transaction mix** (Kelly): three days of the 7-type ``webshop`` in 5-minute windows — a
+  bottleneck (day 1 10:00–10:30), a stuck connection pool (day 2 14:00–14:40), aborted
+  transactions (day 3 09:00–09:20) and a harmless workload shift on day 2;
+* **workload segments** (Cherkasova et al.): the paper's seven-phase experiment on the
+  ``bookstore`` from 2024-05-02 06:00, one-minute windows — load steps, a CPU hog (anomaly),
+  new mixes (workload changes) and two releases that make ``home`` slower (application changes);
+* **process pathologies** (Kaminski): a fleet of 14 nodes, two days in 5-minute samples, one
+  scenario each — loops, constrained loops, a hum, a leak, saw-tooths, a capped group, missing
+  capture, and busy but legitimate jobs that must not be reported;
+* **bottlenecks** (Blake & Breese): five minutes of OS counters on 2024-05-03 12:00 from
+  ``db-1`` (random reads: disk), ``web-1`` (CPU) and ``cache-1`` (page-cache thrashing:
+  memory), with the upgrade catalogue and a target of twice today's throughput.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from perfsleuth.datasets import simulate_mm1, transaction_scenario
-from perfsleuth.diagnose import diagnose
-from perfsleuth.findings import Finding, write_jsonl
+from perfsleuth.findings import Finding, ordered, write_jsonl
 from perfsleuth.frames import Coverage, coverage_of, normalise
-from perfsleuth.registry import create
 from perfsleuth.store import Store
 
-__all__ = ["DemoResult", "demo_frames", "run_demo"]
+if TYPE_CHECKING:
+    from perfsleuth.bottleneck.detector import BottleneckDetector
+    from perfsleuth.bottleneck.upgrades import UpgradeAnalysis
+    from perfsleuth.process.rules import ProcessRules
+    from perfsleuth.report.html import Section
+
+__all__ = ["DemoData", "DemoResult", "demo_data", "demo_frames", "run_demo"]
 
 START = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+BOOKSTORE_START = datetime(2024, 5, 2, 6, 0, tzinfo=UTC)
+COUNTERS_START = datetime(2024, 5, 3, 12, 0, tzinfo=UTC)
+FLEET_START = "2024-05-01"
+
+#: (entity, scenario) of the bottleneck family: the scenario fixes the bottleneck.
+COUNTER_HOSTS: tuple[tuple[str, str], ...] = (
+    ("db-1", "rand_read"),
+    ("web-1", "cpu"),
+    ("cache-1", "memory"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,21 +65,28 @@ class DemoResult:
     jsonl: Path
     store: Path
     coverage: tuple[Coverage, ...]
+    families: tuple[str, ...] = ()
+    """Family of each report section, in page order (``perfsleuth.report._common.FAMILIES``)."""
 
 
-def demo_frames(seed: int = 7) -> dict[str, pd.DataFrame]:
-    """Seeded frames for every contract a detector family reads, with known changes.
+@dataclass(frozen=True, slots=True, eq=False)
+class DemoData:
+    """The seeded frames of every family, normalised, and the process rules of the fleet."""
 
-    The M/M/1 services are reported as 2-second means, as a monitoring agent would:
+    metric: pd.DataFrame
+    webshop: pd.DataFrame
+    bookstore: pd.DataFrame
+    processes: pd.DataFrame
+    counters: pd.DataFrame
+    rules: ProcessRules
 
-    * ``checkout``: M/M/1, arrival rate up 60% at customer 1,500 of 3,000 (ρ .5 → .8);
-    * ``search``: M/M/1, mean service time up 50% at customer 2,000 of 4,000 (ρ .3 → .45),
-      the signature of a slower release;
-    * ``inventory``: M/M/1 at ρ .6 with no change (a control: nothing should be reported);
-    * ``workload``: three days of a 7-type web shop in 5-minute windows: a bottleneck (day 1
-      10:00–10:30), a stuck connection pool (day 2 14:00–14:40), aborted transactions (day 3
-      09:00–09:20), and a workload shift on day 2 that must not be flagged.
-    """
+
+def demo_data(seed: int = 7) -> DemoData:
+    """Every family's seeded frame (see the module docstring for what each holds)."""
+    from perfsleuth.datasets.counters import simulate_scenario
+    from perfsleuth.datasets.fleet import simulate_fleet
+    from perfsleuth.datasets.segments import cherkasova_scenario
+
     runs = [
         (
             "checkout",
@@ -74,36 +115,158 @@ def demo_frames(seed: int = 7) -> dict[str, pd.DataFrame]:
     metric = pd.concat(
         [run.to_metric_frame(entity=name, start=START, interval_s=2.0) for name, run in runs]
     )
+    webshop = transaction_scenario(seed).frame
+    paper = cherkasova_scenario(seed, windows=40).frame
+    shift = pd.Timestamp(BOOKSTORE_START) - paper["time"].iloc[0]
+    bookstore = pd.DataFrame(paper)  # a copy without the old coverage
+    bookstore.attrs = {}
+    bookstore["time"] = paper["time"] + shift
+    fleet = simulate_fleet(14, days=2, seed=seed, start=FLEET_START)
+    counters = pd.concat(
+        [
+            simulate_scenario(
+                scenario,
+                seed=seed + k,
+                samples=60,
+                interval_s=5.0,
+                entity=entity,
+                start=COUNTERS_START,
+            ).frame
+            for k, (entity, scenario) in enumerate(COUNTER_HOSTS)
+        ],
+        ignore_index=True,
+    )
+    return DemoData(
+        metric=normalise(metric, "metric", source="demo: M/M/1 services"),
+        webshop=normalise(webshop, "workload", source="demo: webshop transaction log"),
+        bookstore=normalise(bookstore, "workload", source="demo: bookstore (Cherkasova et al.)"),
+        processes=normalise(fleet.frame, "process", source="demo: fleet of 14 nodes"),
+        counters=normalise(counters, "counter", source="demo: OS counters"),
+        rules=fleet.rules,
+    )
+
+
+def demo_frames(seed: int = 7) -> dict[str, pd.DataFrame]:
+    """One seeded frame per contract (the web shop is the workload frame)."""
+    data = demo_data(seed)
     return {
-        "metric": normalise(metric, "metric", source="demo:mm1"),
-        "workload": transaction_scenario(seed).frame,
+        "metric": data.metric,
+        "workload": data.webshop,
+        "process": data.processes,
+        "counter": data.counters,
     }
 
 
 def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> DemoResult:
-    """Simulate, store, detect, and write ``report.html`` and ``findings.jsonl`` to ``out_dir``."""
-    from perfsleuth.registry import names
-    from perfsleuth.report import changepoint_section, workload_section, write_html
+    """Simulate, store, detect, and write ``report.html`` and ``findings.jsonl`` to ``out_dir``.
 
-    frames = demo_frames(seed)
-    detectors = [create(name) for name in names()]
+    Each family runs on its own data with the parameters its CLI command would use; the
+    report has a section per family (in :data:`perfsleuth.report._common.FAMILIES` order).
+    """
+    from perfsleuth.bottleneck.detector import BottleneckDetector
+    from perfsleuth.detectors.segments import SegmentDetector
+    from perfsleuth.detectors.workload import MixAnomalyDetector
+    from perfsleuth.process.scanner import scan
+    from perfsleuth.registry import create
+    from perfsleuth.report import changepoint_section, workload_section, write_html
+    from perfsleuth.report.bottleneck import bottleneck_section
+    from perfsleuth.report.process import process_section
+    from perfsleuth.report.segments import segments_section
+
+    data = demo_data(seed)
+    changepoint = create("changepoint")
+    mix = MixAnomalyDetector(entity="webshop")
+    segments = SegmentDetector(entity="bookstore")
+    bottleneck = BottleneckDetector(upgrades=str(_upgrade_catalogue()), target_factor=2.0)
+    analysis = segments.analyse(data.bookstore)
+    found = {
+        "changepoint": changepoint.detect(data.metric),
+        "workload_mix": mix.detect(data.webshop),
+        "workload_segments": list(analysis.findings),
+        "process": scan(data.processes, data.rules),
+        "bottleneck": bottleneck.detect(data.counters),
+    }
+    findings = ordered(f for family in found.values() for f in family)
+
     out_dir.mkdir(parents=True, exist_ok=True)
     with Store(store_path) as store:
         run_id = store.begin_run("perfsleuth demo")
-        for contract, frame in frames.items():
-            store.write_frame(frame, contract, source="demo")
-        findings = diagnose(frames, detectors)
+        store.write_frame(data.metric, "metric", source="demo")
+        store.write_frame(data.webshop, "workload", source="webshop")
+        store.write_frame(data.bookstore, "workload", source="bookstore")
+        store.write_frame(data.processes, "process", source="demo")
+        store.write_frame(
+            data.processes[["node", "ncpu", "os"]].drop_duplicates("node"), "node", source="demo"
+        )
+        store.write_frame(data.counters, "counter", source="demo")
         store.write_findings(findings, run_id=run_id)
         store.finish_run(run_id, status="ok", n_findings=len(findings))
-    coverage = tuple(c for f in frames.values() if (c := coverage_of(f)) is not None)
+
+    frames = (data.metric, data.webshop, data.bookstore, data.processes, data.counters)
+    coverage = tuple(c for f in frames if (c := coverage_of(f)) is not None)
+    sections: list[tuple[str, Section]] = [
+        ("changepoint", changepoint_section(data.metric)),
+        ("workload_mix", workload_section(data.webshop, detector=mix)),
+        (
+            "workload_segments",
+            segments_section(data.bookstore, detector=segments, analysis=analysis),
+        ),
+        (
+            "process",
+            process_section(data.processes, found["process"], rules=data.rules, max_plots=8),
+        ),
+        (
+            "bottleneck",
+            bottleneck_section(
+                data.counters,
+                detector=bottleneck,
+                upgrades=_upgrades(bottleneck, data.counters),
+            ),
+        ),
+    ]
     report = write_html(
         out_dir / "report.html",
         findings,
-        series=frames["metric"],
+        series=data.metric,
         coverage=coverage,
-        sections=[changepoint_section(frames["metric"]), workload_section(frames["workload"])],
+        sections=[dataclasses.replace(part, family=family) for family, part in sections],
         title="perfsleuth demo",
     )
     jsonl = out_dir / "findings.jsonl"
     jsonl.write_text(write_jsonl(findings), encoding="utf-8")
-    return DemoResult(findings, Path(report), jsonl, store_path, coverage)
+    return DemoResult(
+        findings,
+        Path(report),
+        jsonl,
+        store_path,
+        coverage,
+        tuple(family for family, _ in sections),
+    )
+
+
+def _upgrade_catalogue() -> Path:
+    import perfsleuth.bottleneck
+
+    return Path(perfsleuth.bottleneck.__file__).parent / "examples" / "upgrades.toml"
+
+
+def _upgrades(detector: BottleneckDetector, frame: pd.DataFrame) -> dict[str, UpgradeAnalysis]:
+    """Upgrade analysis of each host's whole period, as ``perfsleuth bottleneck infer`` does."""
+    from perfsleuth.bottleneck.detector import load_setup
+    from perfsleuth.bottleneck.upgrades import analyse_upgrades, load_catalogue
+
+    model, _ = load_setup(detector.model, detector.calibration, detector.error_model)
+    catalogue = load_catalogue(detector.upgrades, model)
+    windows = detector.analyse(frame)
+    out: dict[str, UpgradeAnalysis] = {}
+    for entity in sorted({w.entity for w in windows}):
+        whole = detector.overall([w for w in windows if w.entity == entity])
+        out[entity] = analyse_upgrades(
+            model,
+            whole.w,
+            catalogue,
+            inputs=whole.inputs,
+            target_factor=detector.target_factor or None,
+        )
+    return out
+

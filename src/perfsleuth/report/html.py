@@ -5,11 +5,16 @@ plotly.js is inlined once in the head; each figure travels as JSON in a
 shows a red banner when anything fails to render and records the number of figures drawn in
 ``<body data-plots="...">`` so a headless browser can check it.
 
-Besides findings, a page can carry **sections**: one per detector family that has more to show
-than its findings (the workload model's fit, for instance). A :class:`Section` is plain data —
-title, text, an optional HTML fragment our own code escaped, plotly figures and small tables —
-so each family builds its own (``perfsleuth.report.workload.workload_section``) and the page
-renders them all the same way, after the findings.
+The page reads top-down: a **summary** of what happened and what to do first (most severe
+first, one row per finding with its family and entity), a **timeline** of every finding when
+they come from more than one detector family, then one block per **family** (change points,
+transaction mix, workload segments, process pathologies, bottlenecks) holding that family's
+sections and its findings with their evidence, and last the **data coverage**.
+
+A :class:`Section` is plain data — title, text, an optional HTML fragment our own code escaped,
+plotly figures and small tables — so each family builds its own
+(``perfsleuth.report.workload.workload_section``) and the page renders them all the same way.
+A section whose ``family`` is set goes into that family's block; others follow the blocks.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import html
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -35,7 +40,10 @@ from perfsleuth.errors import DataError
 from perfsleuth.findings import EvidenceValue, Finding, Kind, Severity, ordered
 from perfsleuth.frames import Coverage
 from perfsleuth.report._common import (
+    FAMILIES,
+    NEXT_STEPS,
     SEVERITY_ORDER,
+    family_of,
     format_time,
     format_value,
     summary_counts,
@@ -43,6 +51,8 @@ from perfsleuth.report._common import (
 
 if TYPE_CHECKING:
     from plotly.graph_objects import Figure
+
+    from perfsleuth.sources.transactions import Rejects
 
 __all__ = [
     "Section",
@@ -138,6 +148,10 @@ class Section:
         plotly.js, which reads text as a small subset of HTML.
     tables
         Small tables shown beside the fragment.
+    family
+        The detector family the section belongs to (a key of
+        :data:`perfsleuth.report._common.FAMILIES`, e.g. ``"changepoint"``): the page shows it
+        in that family's block, before the family's findings. Empty: after the blocks.
     """
 
     title: str
@@ -145,10 +159,14 @@ class Section:
     fragment: Markup | str | None = None
     figures: Sequence[Figure] = ()
     tables: Sequence[Table] = ()
+    family: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "figures", tuple(self.figures))
         object.__setattr__(self, "tables", tuple(self.tables))
+        if self.family and self.family not in FAMILIES:
+            known = ", ".join(FAMILIES)
+            raise ValueError(f"unknown family {self.family!r}; known: {known}")
 
 
 def render_html(
@@ -160,13 +178,16 @@ def render_html(
     title: str = "perfsleuth report",
     generated: datetime | None = None,
     max_points: int = 5000,
+    rejected: Mapping[str, Rejects] | None = None,
 ) -> str:
     """Render findings as one self-contained HTML page.
 
     Parameters
     ----------
     findings
-        What to report; shown most severe first, then by start time.
+        What to report: in the summary most severe first, then by start time, each with its
+        family and what to do first; on a timeline when they come from more than one
+        family; and in their family's block with their evidence.
     series
         Data to plot behind each finding: a metric frame (``time, entity, metric, value[,
         unit]``) or a callable ``(entity, metric) -> frame | None`` (e.g. a store lookup). A
@@ -175,8 +196,9 @@ def render_html(
     coverage
         What the data held (``perfsleuth.frames.coverage_of(frame)``), listed at the end.
     sections
-        Detector-family sections (:class:`Section`), shown in order after the findings and
-        before the data coverage.
+        Detector-family sections (:class:`Section`): one with a ``family`` opens that
+        family's block, before its findings; the others follow the blocks, in order, before
+        the data coverage.
     title
         Page title and heading.
     generated
@@ -185,16 +207,24 @@ def render_html(
         Longer series are downsampled to at most this many points, keeping each bucket's
         minimum and maximum so spikes survive. (Section figures come ready-made: their builders
         downsample.)
+    rejected
+        Input lines the readers left out, by source (``Transactions.rejects`` of
+        :mod:`perfsleuth.sources.transactions`): counted per reason, with the first few lines,
+        in the data coverage.
     """
     if max_points < 2:
         raise ValueError(f"max_points must be at least 2, got {max_points}")
     when = datetime.now(UTC) if generated is None else generated
     if when.tzinfo is None or when.utcoffset() is None:
         raise ValueError(f"generated must be timezone-aware, got naive {when.isoformat()}")
-    families = [_family(number, part) for number, part in enumerate(sections, 1)]
+    parts = list(sections)
+    rendered = [_family(number, part) for number, part in enumerate(parts, 1)]
     items = ordered(findings)
     lookup = _SeriesIndex(series, max_points)
     cards = [_section(number, finding, lookup) for number, finding in enumerate(items, 1)]
+    blocks = _blocks(items, cards, parts, rendered)
+    loose = [f for part, f in zip(parts, rendered, strict=True) if not part.family]
+    timeline = _timeline(items) if len({c["family"] for c in cards}) > 1 else None
     counts = summary_counts(items)
     context = {
         "title": title,
@@ -206,10 +236,17 @@ def render_html(
             if counts[s.name.lower()]
         ],
         "sections": cards,
-        "families": families,
+        "first": cards[:_SUMMARY_ROWS],
+        "rest": cards[_SUMMARY_ROWS:],
+        "timeline": timeline,
+        "charted": _CHARTED,
+        "blocks": blocks,
+        "families": loose,
         "coverage": [_coverage_row(c) for c in coverage],
+        "rejected": [_rejected_row(source, r) for source, r in (rejected or {}).items()],
         "figures": sum(1 for s in cards if s["figure"] is not None)
-        + sum(len(f["figures"]) for f in families),
+        + sum(len(f["figures"]) for f in rendered)
+        + (timeline is not None),
         "colours": {s.name.lower(): c for s, c in SEVERITY_COLOURS.items()},
         "plotlyjs": _plotlyjs(),
     }
@@ -226,6 +263,7 @@ def write_html(
     title: str = "perfsleuth report",
     generated: datetime | None = None,
     max_points: int = 5000,
+    rejected: Mapping[str, Rejects] | None = None,
 ) -> Path:
     """Render with :func:`render_html` and write the page to ``path``; returns the path.
 
@@ -240,6 +278,7 @@ def write_html(
         title=title,
         generated=generated,
         max_points=max_points,
+        rejected=rejected,
     )
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -526,18 +565,26 @@ def _bar_figure(finding: Finding) -> str | None:
 
 
 def _section(number: int, finding: Finding, lookup: _SeriesIndex) -> dict[str, Any]:
-    data = lookup.get(finding.entity, finding.metric)
     plot: str | None
-    if data is not None:
+    data = None if number > _CHARTED else lookup.get(finding.entity, finding.metric)
+    if number > _CHARTED:
+        # thousands of charts (a fleet scan) would make the page too slow to open
+        plot, plot_kind = None, "evidence"
+        note = f"plots are drawn for the {_CHARTED} most severe findings only"
+    elif data is not None:
         plot, plot_kind = _line_figure(finding, data), "series"
         shown = len(data.x)
         note = f"{data.points:,} points" + (f", {shown:,} drawn" if shown < data.points else "")
     else:
         plot, plot_kind = _bar_figure(finding), "evidence"
         note = "no series for this entity and metric; numeric evidence shown instead"
+    family = family_of(finding)
     return {
         "number": number,
         "anchor": f"finding-{number}",
+        "family": family,
+        "family_name": _short(family),
+        "next_step": NEXT_STEPS.get(finding.kind, ""),
         "kind": finding.kind.value,
         "entity": finding.entity,
         "metric": finding.metric,
@@ -559,6 +606,154 @@ def _section(number: int, finding: Finding, lookup: _SeriesIndex) -> dict[str, A
             "json": script_json(plot),
         },
         "plot_note": note,
+    }
+
+
+_SUMMARY_ROWS = 10  # the summary lists these first; the rest fold under "more"
+_CHARTED = 100  # findings that get a chart of their own (the most severe)
+_TIMELINE_MAX = 2000  # findings drawn in the timeline at most (the most severe)
+_WRAP = 90  # characters per line of a timeline hover label
+
+
+def _title_of(family: str) -> str:
+    return FAMILIES.get(family, "Other findings")
+
+
+def _short(family: str) -> str:
+    """``"Change points (Berry & Hellerstein)"`` → ``"Change points"``."""
+    return _title_of(family).split(" (", 1)[0]
+
+
+def _blocks(
+    items: Sequence[Finding],
+    cards: Sequence[dict[str, Any]],
+    parts: Sequence[Section],
+    rendered: Sequence[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """One block per family with findings or sections, in :data:`FAMILIES` order."""
+    present = {c["family"] for c in cards} | {p.family for p in parts if p.family}
+    order = [k for k in FAMILIES if k in present] + (["other"] if "other" in present else [])
+    blocks = []
+    for key in order:
+        mine = [c for c in cards if c["family"] == key]
+        counts = summary_counts(f for f, c in zip(items, cards, strict=True) if c["family"] == key)
+        blocks.append(
+            {
+                "key": key,
+                "anchor": f"family-{key}",
+                "title": _title_of(key),
+                "short": _short(key),
+                "cards": mine,
+                "counts": [
+                    {"name": s.name.lower(), "count": counts[s.name.lower()]}
+                    for s in SEVERITY_ORDER
+                    if counts[s.name.lower()]
+                ],
+                "parts": [f for p, f in zip(parts, rendered, strict=True) if p.family == key],
+            }
+        )
+    return blocks
+
+
+def _wrap(text: str, width: int = _WRAP) -> str:
+    """Escaped for plotly.js, cut into lines of about ``width`` characters with ``<br>``."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    return "<br>".join(_text(part) for part in lines)
+
+
+def _timeline(items: Sequence[Finding]) -> dict[str, Any]:
+    """Every finding on one time axis, a row per family, coloured by severity.
+
+    A finding is a marker at its start (click: jump to its card); one with a duration also
+    gets a bar to its end. At most :data:`_TIMELINE_MAX` findings, the most severe.
+    """
+    import plotly.graph_objects as go
+
+    shown = list(enumerate(items, 1))[:_TIMELINE_MAX]
+    keys = [k for k in [*FAMILIES, "other"] if any(family_of(f) == k for _, f in shown)]
+    rows = [_short(k) for k in keys]
+    traces = []
+    for severity in sorted(Severity):  # most severe drawn last, on top
+        mine = [(n, f) for n, f in shown if f.severity is severity]
+        if not mine:
+            continue
+        colour = SEVERITY_COLOURS[severity]
+        name = severity.name.lower()
+        span_x: list[str | None] = []
+        span_y: list[str | None] = []
+        for _, f in mine:
+            if f.end > f.start:
+                span_x += [_plot_time(f.start), _plot_time(f.end), None]
+                span_y += [_short(family_of(f)), _short(family_of(f)), None]
+        if span_x:
+            traces.append(
+                go.Scatter(
+                    x=span_x,
+                    y=span_y,
+                    mode="lines",
+                    line={"color": colour, "width": 8},
+                    opacity=0.45,
+                    hoverinfo="skip",
+                    showlegend=False,
+                    legendgroup=name,
+                )
+            )
+        traces.append(
+            go.Scatter(
+                x=[_plot_time(f.start) for _, f in mine],
+                y=[_short(family_of(f)) for _, f in mine],
+                mode="markers",
+                marker={
+                    "color": colour,
+                    "size": 11,
+                    "symbol": "diamond",
+                    "line": {"color": "#ffffff", "width": 1},
+                },
+                name=name,
+                legendgroup=name,
+                customdata=[f"finding-{n}" for n, _ in mine],
+                text=[
+                    f"<b>#{n} {_text(f.kind.value)}</b> · {_text(f.entity)}<br>"
+                    f"{format_time(f.start)}"
+                    + (f" → {format_time(f.end)}" if f.end > f.start else "")
+                    + f"<br>{_wrap(f.explanation)}"
+                    for n, f in mine
+                ],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    figure = go.Figure(
+        traces,
+        layout={
+            "template": _PLOT_TEMPLATE,
+            "height": 110 + 48 * len(rows),
+            "showlegend": True,
+            "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
+            "margin": {"l": 10, "r": 10, "t": 36, "b": 10},
+            "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
+            "yaxis": {
+                "type": "category",
+                "categoryorder": "array",
+                "categoryarray": rows[::-1],  # the first family on top
+                "range": [-0.6, len(rows) - 0.4],
+            },
+            "hovermode": "closest",
+        },
+    )
+    return {
+        "id": "timeline-figure",
+        "target": "timeline-plot",
+        "json": script_json(str(figure.to_json())),
+        "shown": len(shown),
+        "total": len(items),
     }
 
 
@@ -642,4 +837,16 @@ def _coverage_row(cov: Coverage) -> dict[str, Any]:
             }
             for gap in cov.gaps[:_GAPS_SHOWN]
         ],
+    }
+
+
+def _rejected_row(source: str, rejects: Rejects) -> dict[str, Any]:
+    return {
+        "source": source,
+        "count": f"{rejects.count:,}",
+        "reasons": [f"{n:,} × {reason}" for reason, n in sorted(rejects.by_reason.items())],
+        "examples": [
+            {"where": bad.where(), "text": bad.text} for bad in rejects.examples[:_GAPS_SHOWN]
+        ],
+        "more": rejects.count - len(rejects.examples[:_GAPS_SHOWN]),
     }

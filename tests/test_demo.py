@@ -1,0 +1,120 @@
+"""``perfsleuth demo``: every family on seeded data, one report with a block per family."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.demo import DemoResult, demo_data, run_demo
+from perfsleuth.findings import Kind
+from perfsleuth.report._common import FAMILIES, family_of
+from perfsleuth.store import Store
+from tests.test_report import body_tag, browse, figures
+
+FAMILY_KEYS = list(FAMILIES)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
+    folder = tmp_path_factory.mktemp("demo")
+    return run_demo(folder / "out", folder / "s.duckdb")
+
+
+def test_every_family_finds_what_was_planted(demo: DemoResult) -> None:
+    by_family: dict[str, set[tuple[Kind, str]]] = {k: set() for k in FAMILY_KEYS}
+    for f in demo.findings:
+        by_family[family_of(f)].add((f.kind, f.entity.split("/")[0]))
+    assert {e for _, e in by_family["changepoint"]} == {"checkout", "search"}  # not inventory
+    assert {k for k, _ in by_family["workload_mix"]} == {Kind.WORKLOAD_ANOMALY}
+    assert {e for _, e in by_family["workload_mix"]} == {"webshop"}
+    assert {k for k, _ in by_family["workload_segments"]} == {
+        Kind.WORKLOAD_ANOMALY,
+        Kind.WORKLOAD_CHANGE,
+        Kind.APPLICATION_CHANGE,
+    }
+    assert {k for k, _ in by_family["process"]} == {
+        Kind.CPU_LOOP,
+        Kind.CONSTRAINED_LOOP,
+        Kind.HUM,
+        Kind.MEMORY_RAMP,
+        Kind.SAW_TOOTH,
+        Kind.CAP_EXCEEDED,
+        Kind.CAPTURE_RATIO,
+    }
+    bottlenecks = {
+        f.entity: str(f.evidence_dict().get("bottleneck", ""))
+        for f in demo.findings
+        if f.kind is Kind.BOTTLENECK
+    }
+    assert set(bottlenecks) == {"db-1", "web-1", "cache-1"}
+    assert {f.entity for f in demo.findings if f.kind is Kind.UPGRADE} == set(bottlenecks)
+
+
+def test_demo_report_has_a_block_and_a_section_per_family(demo: DemoResult) -> None:
+    assert demo.families == tuple(FAMILY_KEYS)
+    page = demo.report.read_text(encoding="utf-8")
+    blocks = re.findall(r'<section class="family-block" id="family-(\w+)">', page)
+    assert blocks == FAMILY_KEYS
+    parts = page.split('<section class="family-block"')[1:]
+    for key, part in zip(FAMILY_KEYS, parts, strict=True):
+        assert '<section class="family" id="section-' in part, f"{key} has no section"
+        assert 'class="plot plot-section"' in part, f"{key} section has no plot"
+        assert '<article class="finding' in part, f"{key} has no findings"
+    fig = figures(page)["timeline-figure"]
+    rows = {y for t in fig["data"] if t["mode"] == "markers" for y in t["y"]}
+    assert len(rows) == len(FAMILY_KEYS)
+    assert 'id="coverage"' in page
+    coverage = page.split('id="coverage"', 1)[1]
+    for c in demo.coverage:
+        assert c.source in coverage
+    assert {c.contract for c in demo.coverage} == {"metric", "workload", "process", "counter"}
+
+
+def test_demo_stores_everything(demo: DemoResult) -> None:
+    with Store(demo.store, read_only=True) as store:
+        assert len(store.findings()) == len(demo.findings)
+        assert len(store.read_frame("process")) > 0
+        assert len(store.read_frame("counter")) > 0
+        for source in ("webshop", "bookstore"):
+            assert len(store.read_frame("workload", source=source)) > 0
+
+
+def test_families_share_one_calendar() -> None:
+    data = demo_data(7)
+    frames = (data.metric, data.webshop, data.bookstore, data.processes, data.counters)
+    starts = [f["time"].min() for f in frames]
+    ends = [f["time"].max() for f in frames]
+    assert min(starts).date().isoformat() == "2024-05-01"
+    assert max(ends).date().isoformat() <= "2024-05-04"
+
+
+@pytest.mark.integration
+def test_demo_report_renders_in_chromium_without_console_errors(
+    demo: DemoResult, tmp_path: Path
+) -> None:
+    dom, console = browse(demo.report, tmp_path)
+    body = body_tag(dom)
+    expected = re.search(r'data-plots-expected="(\d+)"', body)
+    assert expected and int(expected.group(1)) >= 40
+    assert f'data-plots="{expected.group(1)}"' in body, f"not every figure was drawn: {body}"
+    assert "data-errors" not in body and 'id="ps-error"' not in dom
+    timeline = dom.split('id="timeline"', 1)[1].split("</section>", 1)[0]
+    assert 'class="main-svg"' in timeline
+    errors = [line for line in console if re.search(r"uncaught|error", line, re.IGNORECASE)]
+    assert not errors, "\n".join(errors)
+
+
+def test_demo_command_counts_findings_per_family(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_cli import run
+
+    code, out, err = run(
+        capsys, "demo", "--out", str(tmp_path / "out"), "--store", str(tmp_path / "s.duckdb")
+    )
+    assert code == 0, err
+    for title in FAMILIES.values():
+        assert re.search(rf"^{re.escape(title)}: [1-9]\d* finding\(s\)$", err, re.M), title
+    assert "finding(s) in the demo data" in out
