@@ -107,3 +107,17 @@ def test_bad_options_exit_2(
     code, _, err = run(capsys, "workload", str(log), "--source", "weblog", *args)
     assert code == 2
     assert message in err
+
+
+def test_report_lists_the_rejected_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = _weblog(tmp_path / "access.log", bad_line=True)
+    page = tmp_path / "r.html"
+    code, _, err = run(
+        capsys, "workload", str(log), "--source", "weblog", "--window", "1m", "--report", str(page)
+    )
+    assert code == 0, err
+    html = page.read_text(encoding="utf-8")
+    coverage = html.split('<section id="coverage">', 1)[1]
+    assert "Rejected input lines" in coverage
+    assert f"{log}:6:" in coverage  # the file and the line number
+    assert "this is not a log line" in coverage

@@ -11,7 +11,8 @@ from perfsleuth.demo import DemoResult, demo_data, run_demo
 from perfsleuth.findings import Kind
 from perfsleuth.report._common import FAMILIES, family_of
 from perfsleuth.store import Store
-from tests.test_report import body_tag, browse, figures
+from tests.support.chromium import body_tag, browse
+from tests.test_report import figures
 
 FAMILY_KEYS = list(FAMILIES)
 

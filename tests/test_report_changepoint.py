@@ -33,6 +33,7 @@ def test_section_plots_series_with_change_points_only() -> None:
     assert levels[0] < levels[-1]
     assert len(section.tables[0].rows) == 1
     assert "2 series searched" in section.intro
+    assert section.family == "changepoint"  # shown in that family's block
 
 
 def test_section_respects_detector_parameters_and_escapes_names() -> None:

@@ -18,17 +18,8 @@ from perfsleuth.detectors.workload import MixAnomalyDetector
 from perfsleuth.errors import DataError, NotEnoughDataError
 from perfsleuth.frames import coverage_of, workload_types
 from perfsleuth.report import Section, Table, render_html, workload_section, write_html
-from tests.test_report import (
-    XSS,
-    XSS_ESCAPED,
-    body_tag,
-    browse,
-    decode,
-    figures,
-    finding,
-    metric_frame,
-    scripts,
-)
+from tests.support.chromium import body_tag, browse
+from tests.test_report import XSS, XSS_ESCAPED, decode, figures, finding, metric_frame, scripts
 
 
 @lru_cache(maxsize=4)
@@ -66,6 +57,7 @@ def test_workload_section_has_three_plots_and_the_summary() -> None:
     frame = scenario()
     part = workload_section(frame)
     assert part.title == "Workload: response time explained by the transaction mix"
+    assert part.family == "workload_mix"  # shown in that family's block
     assert len(part.figures) == 3
     assert "864 windows, 7 transaction types" in part.intro
     assert "14 windows slower and 4 faster" in part.intro

@@ -410,6 +410,7 @@ def workload(
     except ValueError as exc:
         raise ConfigError(f"--window: {exc}") from None
     renames = _mapping(columns, "--columns")
+    rejected: dict[str, transactions.Rejects] = {}  # log lines left out, for the report
     if source is WorkloadSource.frame:
         from perfsleuth.sources.files import read_frame
 
@@ -448,6 +449,8 @@ def workload(
                 files[0], columns=renames, unit=unit or "s", strict=strict
             )
         _note(tx.summary())
+        if tx.rejects.count:
+            rejected[", ".join(tx.sources)] = tx.rejects
         frame = tx.workload(width)
     if cpu is not None:
         from perfsleuth.sources.cpu import attach_cpu, read_cpu
@@ -496,6 +499,7 @@ def workload(
             coverage=() if coverage is None else (coverage,),
             sections=[workload_section(frame, detector=detector), *sections],
             title=f"perfsleuth workload: {entity}",
+            rejected=rejected,
         )
         _note(f"report: {report}")
     _emit(ctx, findings)

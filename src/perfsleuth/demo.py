@@ -204,24 +204,21 @@ def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> DemoResult:
 
     frames = (data.metric, data.webshop, data.bookstore, data.processes, data.counters)
     coverage = tuple(c for f in frames if (c := coverage_of(f)) is not None)
-    sections: list[tuple[str, Section]] = [
-        ("changepoint", changepoint_section(data.metric)),
-        ("workload_mix", workload_section(data.webshop, detector=mix)),
-        (
-            "workload_segments",
+    sections: list[Section] = [
+        changepoint_section(data.metric),
+        workload_section(data.webshop, detector=mix),
+        _in_family(
             segments_section(data.bookstore, detector=segments, analysis=analysis),
+            "workload_segments",
         ),
-        (
-            "process",
-            process_section(data.processes, found["process"], rules=data.rules, max_plots=8),
-        ),
-        (
-            "bottleneck",
+        process_section(data.processes, found["process"], rules=data.rules, max_plots=8),
+        _in_family(
             bottleneck_section(
                 data.counters,
                 detector=bottleneck,
                 upgrades=_upgrades(bottleneck, data.counters),
             ),
+            "bottleneck",
         ),
     ]
     report = write_html(
@@ -229,7 +226,7 @@ def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> DemoResult:
         findings,
         series=data.metric,
         coverage=coverage,
-        sections=[dataclasses.replace(part, family=family) for family, part in sections],
+        sections=sections,
         title="perfsleuth demo",
     )
     jsonl = out_dir / "findings.jsonl"
@@ -240,8 +237,16 @@ def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> DemoResult:
         jsonl,
         store_path,
         coverage,
-        tuple(family for family, _ in sections),
+        tuple(part.family for part in sections),
     )
+
+
+def _in_family(part: Section, family: str) -> Section:
+    """``part`` in ``family`` unless its builder already set one.
+
+    The segments and bottleneck builders do not set their family yet; once they do, this goes.
+    """
+    return part if part.family else dataclasses.replace(part, family=family)
 
 
 def _upgrade_catalogue() -> Path:
@@ -269,4 +274,3 @@ def _upgrades(detector: BottleneckDetector, frame: pd.DataFrame) -> dict[str, Up
             target_factor=detector.target_factor or None,
         )
     return out
-

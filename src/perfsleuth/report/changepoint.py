@@ -37,6 +37,8 @@ def changepoint_section(
 ) -> Section:
     """A :class:`Section` plotting the series of a metric frame that have change points.
 
+    The section belongs to the ``"changepoint"`` family, so the report shows it in that block.
+
     Parameters
     ----------
     frame
@@ -75,6 +77,7 @@ def changepoint_section(
         intro=intro,
         figures=[_figure(e, m, s, r, max_points) for e, m, s, r in shown],
         tables=[_table(found)] if found else [],
+        family="changepoint",
     )
 
 

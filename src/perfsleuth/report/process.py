@@ -51,7 +51,10 @@ def process_section(
     max_plots: int = 16,
     title: str = "Process pathologies: the series behind each finding",
 ) -> Section:
-    """A :class:`Section` with a plot per finding (most severe first, at most ``max_plots``)."""
+    """A :class:`Section` with a plot per finding (most severe first, at most ``max_plots``).
+
+    The section belongs to the ``"process"`` family, so the report shows it in that block.
+    """
     items = [f for f in ordered(findings) if "node" in f.evidence_dict()]
     shown = items[:max_plots]
     figures = []
@@ -74,7 +77,11 @@ def process_section(
         + (f"; the {len(shown)} most severe plotted." if len(items) > len(shown) else ".")
     )
     return Section(
-        title=title, intro=intro, figures=figures, tables=[_table(items)] if items else []
+        title=title,
+        intro=intro,
+        figures=figures,
+        tables=[_table(items)] if items else [],
+        family="process",
     )
 
 

@@ -59,7 +59,8 @@ def workload_section(
     window's Σ ``rt_sum[<type>]``) and asks ``detector`` (default ``MixAnomalyDetector()``)
     which windows are slow or too fast. The section holds the LAR summary (per-type service
     times, NAE, ``|e|/y`` quantiles), a LAR/OLS comparison, the anomalous windows, and three
-    plots: y against ŷ (log-log), the ``|e|/y`` CDFs, and observed and fitted over time.
+    plots: y against ŷ (log-log), the ``|e|/y`` CDFs, and observed and fitted over time. It
+    belongs to the ``"workload_mix"`` family, so the report shows it in that block.
 
     Parameters
     ----------
@@ -127,6 +128,7 @@ def workload_section(
             _timeline(y, lar.fitted, verdict, times, max_points),
         ),
         tables=(_comparison(lar, ols), _anomalies(judgements)),
+        family="workload_mix",
     )
 
 

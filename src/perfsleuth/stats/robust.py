@@ -59,7 +59,9 @@ def robust_scale(r: FloatArray) -> float:
     dev = np.abs(r - np.median(r))
     mad = float(np.median(dev))
     if mad == 0:
-        moving = dev[dev > 0]
+        # Deviations a trillion times smaller than the largest are rounding left by
+        # subtracting means (they depend on the data's scale), not movement.
+        moving = dev[dev > 1e-12 * dev.max()]
         mad = float(np.median(moving)) if moving.size else 0.0
     return mad * _MAD
 

@@ -1,0 +1,1 @@
+"""Helpers shared by tests: throw-away real services (see :mod:`tests.support.prometheus`)."""
