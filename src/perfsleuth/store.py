@@ -171,6 +171,12 @@ _LOCKS: dict[str, threading.RLock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
+# DuckDB shares one database instance per file within a process; a connection opened while
+# another thread is still creating that instance can miss its pandas scan function
+# ("Table Function with name pandas_scan does not exist"), so connections open one at a time.
+_CONNECT_LOCK = threading.Lock()
+
+
 def _write_lock(key: str) -> threading.RLock:
     with _LOCKS_GUARD:
         return _LOCKS.setdefault(key, threading.RLock())
@@ -221,7 +227,8 @@ class Store:
                     ) from exc
         self._lock = threading.RLock() if memory else _write_lock(str(self.path.resolve()))
         try:
-            con = duckdb.connect(":memory:" if memory else str(self.path), read_only=read_only)
+            with _CONNECT_LOCK:
+                con = duckdb.connect(":memory:" if memory else str(self.path), read_only=read_only)
         except duckdb.Error as exc:
             raise StoreError(_open_message(self.path, exc)) from exc
         self._con = con
