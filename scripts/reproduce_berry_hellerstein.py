@@ -6,7 +6,8 @@ Writes ``results.json`` and ``results.md`` (plain-text tables) to ``--out``:
     response times and on queue lengths, for the FPA test, the paper's fitted curve (Eq. 8) and
     the F distribution (figure 5; the paper quotes ≈ .95 false positives for the F test at
     N = 1000, ρ = .1) — each on the raw values as in the paper — and for perfsleuth's default
-    search (outliers clipped, cycle and trend removal, effect floor, whole recursion);
+    search (outliers clipped, cycle and trend removal, T after a Yeo–Johnson transform against
+    skewness, effect floor, whole recursion);
 (b) power vs Δρ (figure 9): base ρ ∈ {.2, .5}, Δρ ∈ {0, .05, .1, .2, .3}, change at mid-series
     (f = .5), N ∈ {100, 1000};
 (c) candidate accuracy (figure 10): the fraction f̂ of observations the optimal 2-partition puts
@@ -93,7 +94,8 @@ def run(n: int, rho: float, delta_rho: float, seed: int):
 
 def rejects(x: np.ndarray, method: str) -> bool:
     """The paper's test (raw values, every test at α, top level only), or with
-    ``method="defaults"`` perfsleuth's default search (robust, effect floor, whole recursion)."""
+    ``method="defaults"`` perfsleuth's default search (robust: outliers, cycle, trend and
+    skewness handled; effect floor; whole recursion)."""
     if method == "defaults":
         return len(find_change_points(x).indices) > 0
     cp = find_change_points(

@@ -91,10 +91,10 @@ def demo_data(seed: int = 7) -> DemoData:
         (
             "checkout",
             simulate_mm1(
-                3000,
+                6000,
                 arrival_rate=25.0,
                 service_time=0.020,
-                change_at=1500,
+                change_at=3000,
                 new_arrival_rate=40.0,
                 seed=seed,
             ),
