@@ -53,7 +53,13 @@ def make_data(m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[int]]
     return design, clean * (1.0 + rng.normal(0.0, 0.02, m)), truth
 
 
-def _peer(kind: str, design: np.ndarray, y: np.ndarray, arg: float, queue: mp.Queue) -> None:
+def _peer(
+    kind: str,
+    design: np.ndarray,
+    y: np.ndarray,
+    arg: float,
+    queue: mp.Queue[tuple[float, list[int]]],
+) -> None:
     import ruptures as rpt
 
     signal = np.column_stack([y, design])
@@ -73,7 +79,7 @@ def run_peer(
     kind: str, design: np.ndarray, y: np.ndarray, arg: float, limit: float
 ) -> tuple[float | None, list[int] | None]:
     """(CPU seconds, breakpoints), or (None, None) when it did not finish within ``limit``."""
-    queue: mp.Queue = mp.Queue()
+    queue: mp.Queue[tuple[float, list[int]]] = mp.Queue()
     process = mp.Process(target=_peer, args=(kind, design, y, arg, queue))
     process.start()
     process.join(limit)

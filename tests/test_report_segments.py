@@ -15,8 +15,9 @@ from perfsleuth.detectors.segments import SegmentDetector
 from perfsleuth.findings import Kind, read_jsonl
 from perfsleuth.report import render_html
 from perfsleuth.report.segments import segments_section
+from tests.support.chromium import body_tag
 from tests.test_cli import run
-from tests.test_report import XSS, XSS_ESCAPED, body_tag, figures
+from tests.test_report import XSS, XSS_ESCAPED, figures
 
 
 @lru_cache(maxsize=1)

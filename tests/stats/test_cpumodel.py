@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.optimize import nnls
 
 from perfsleuth.errors import DataError, NotEnoughDataError
-from perfsleuth.stats.cpumodel import fit_cpu_model
+from perfsleuth.stats.cpumodel import cost_shifts, fit_cpu_model
 
 NAMES = ["browse", "search", "idle_type", "checkout", "unused_cost", "report"]
 COST = np.array([0.002, 0.006, 0.0, 0.015, 0.0, 0.040])  # CPU-s per transaction
@@ -148,3 +148,50 @@ def test_nnls_coefficients_are_never_negative(seed: int, n: int, k: int, selecti
     assert (known >= 0).all()
     assert model.idle >= 0
     assert model.sse >= 0
+
+
+def _two_periods(
+    seed: int, shift: np.ndarray, idle_after: float = 0.02
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    counts, _ = _service(seed, n=240, noise=0.0)
+    rng = np.random.default_rng(seed + 100)
+    after = np.arange(240) >= 120
+    cost = np.where(after[:, None], COST + shift, COST)
+    idle = np.where(after, idle_after, 0.02) * 10.0
+    cpu = idle + (counts * cost).sum(axis=1) + rng.normal(0.0, 0.05, 240)
+    return counts, np.maximum(cpu, 0.0), after
+
+
+def test_cost_shift_names_the_type_whose_cpu_cost_changed() -> None:
+    shift = np.zeros(len(NAMES))
+    shift[NAMES.index("checkout")] = 0.006  # 15 → 21 ms
+    counts, cpu, after = _two_periods(0, shift)
+    shifts = cost_shifts(counts, cpu, 10.0, after, names=NAMES)
+    assert shifts[0].name == "checkout"
+    assert shifts[0].shift == pytest.approx(0.006, rel=0.15)
+    assert shifts[0].p_value < 1e-9
+    # the counts rise and fall together with the load, so every type's shift, tried alone,
+    # soaks up part of checkout's: the test is which explains most, not which are significant
+    assert shifts[0].gain > 1.05 * shifts[1].gain
+    assert [s.gain for s in shifts] == sorted((s.gain for s in shifts), reverse=True)
+
+
+def test_cost_shift_can_be_negative_and_a_level_change_is_not_laid_on_a_type() -> None:
+    shift = np.zeros(len(NAMES))
+    shift[NAMES.index("report")] = -0.020  # 40 → 20 ms: faster code
+    counts, cpu, after = _two_periods(1, shift)
+    (first, *_) = cost_shifts(counts, cpu, 10.0, after, names=NAMES)
+    assert first.name == "report"
+    assert first.shift == pytest.approx(-0.020, rel=0.15)
+    # only the idle overhead moves (a background job): no type's cost changed
+    counts, cpu, after = _two_periods(2, np.zeros(len(NAMES)), idle_after=0.1)
+    assert all(s.p_value > 0.01 for s in cost_shifts(counts, cpu, 10.0, after, names=NAMES))
+
+
+def test_cost_shift_skips_types_seen_on_one_side_only() -> None:
+    counts, cpu, after = _two_periods(3, np.zeros(len(NAMES)))
+    counts[after, NAMES.index("search")] = 0.0
+    names = [s.name for s in cost_shifts(counts, cpu, 10.0, after, names=NAMES)]
+    assert "search" not in names and "browse" in names
+    with pytest.raises(DataError, match="after"):
+        cost_shifts(counts, cpu, 10.0, after[:-1], names=NAMES)

@@ -61,3 +61,24 @@ def test_only_the_changed_type_is_named() -> None:
 def test_bad_input(latency: object, util: object, match: str) -> None:
     with pytest.raises(DataError, match=match):
         application_signature(latency, util, names=["a"])  # type: ignore[arg-type]
+
+
+def test_a_type_is_judged_against_the_others_slow_down_not_its_own() -> None:
+    # Contention stretches the short types more than the long one; home's code got slower on
+    # top. With home's own ratio in the median, the yardstick moves towards it (1.7 instead
+    # of 1.5) and a 47% change beyond the others' shared slow-down reads as 29%.
+    rng = np.random.default_rng(1)
+    names = ["home", "lookup", "report", "scan", "update"]
+    base = np.array([0.002, 0.0003, 0.005, 0.001, 0.0005])
+    ratio = np.array([2.2, 1.9, 1.05, 1.3, 1.7])
+    util = np.zeros(40)
+    before = application_signature(base * np.exp(rng.normal(0, 0.05, (40, 5))), util, names=names)
+    after = application_signature(
+        base * ratio * np.exp(rng.normal(0, 0.05, (40, 5))), util, names=names
+    )
+    changes = {c.name: c for c in compare_signatures(before, after, min_change=0.35)}
+    assert changes["home"].changed
+    assert changes["home"].common == pytest.approx(1.5, rel=0.05)  # median of the other four
+    assert changes["home"].own_change == pytest.approx(2.2 / 1.5 - 1, rel=0.1)
+    assert changes["lookup"].common == pytest.approx((1.7 + 1.3) / 2, rel=0.05)
+    assert not changes["update"].changed

@@ -129,7 +129,13 @@ def _mix_text(data: _Data, before: tuple[int, int], after: tuple[int, int]) -> s
 
 def _workload_change(det: SegmentDetector, data: _Data, b: Boundary) -> Finding:
     start, end = data.when(b.at), data.end(b.after[1] - 1)
-    if b.unconfirmed:
+    if b.unconfirmed and b.p_value >= det.alpha:
+        verdict = (
+            f"the CPU model differs more than allowed (extra error {100 * b.excess:.1f}%, "
+            f"allowed {100 * det.allowed_error:.0f}%) but not significantly (Chow test p = "
+            f"{b.p_value:.2g}): no more than the noise of the two fits"
+        )
+    elif b.unconfirmed:
         verdict = (
             f"the CPU model differs more than allowed (extra error {100 * b.excess:.1f}%, "
             f"allowed {100 * det.allowed_error:.0f}%) but no transaction type's service "
@@ -167,22 +173,54 @@ def _workload_change(det: SegmentDetector, data: _Data, b: Boundary) -> Finding:
 
 def _application_change(det: SegmentDetector, data: _Data, b: Boundary, end_window: int) -> Finding:
     start, end = data.when(b.at), data.end(end_window - 1)
+    # Two witnesses name the changed types. The regression: the type whose CPU cost, let to
+    # differ after the boundary, best explains why one model does not fit both periods
+    # (significant at alpha over the types tried); CPU per transaction is what an application
+    # change moves, and contention from outside leaves it alone. The signature: the types whose
+    # service time changed beyond the others' shared slow-down. The regression's type comes
+    # first, then the signature's, those accounting for most CPU first (service time change
+    # beyond the shared one × transactions per window: a long type, stretched less than short
+    # ones by contention, can look "faster" by a large ratio that moves little CPU).
+    lead = b.shifts[0] if b.shifts else None
+    if lead is not None and not lead.p_value < det.alpha / len(b.shifts):
+        lead = None
+    per_window = data.counts[b.at : end_window].mean(axis=0)
+    by_name = {c.name: c for c in b.changes}
     changed = sorted(
-        (c for c in b.changes if c.changed), key=lambda c: -abs(math.log(c.ratio / c.common))
+        (c for c in b.changes if c.changed and (lead is None or c.name != lead.name)),
+        key=lambda c: (
+            -abs(c.after - c.before * c.common) * float(per_window[data.types.index(c.name)]),
+            -abs(math.log(c.ratio / c.common)),
+        ),
     )
-    common = b.changes[0].common if b.changes else 1.0
+    named = ([lead.name] if lead is not None else []) + [c.name for c in changed]
+    # the slow-down shared by the others: against the type named first, or all types' median
+    first = by_name.get(named[0]) if named else None
+    if first is not None:
+        common = first.common
+    else:
+        common = float(np.median([c.ratio for c in b.changes])) if b.changes else 1.0
     evidence = [
         Evidence("boundary", start.isoformat()),
         Evidence("extra_error", b.excess, "fraction"),
         Evidence("p_value", b.p_value),
-        Evidence("changed_types", ",".join(c.name for c in changed)),
+        Evidence("changed_types", ",".join(named)),
         Evidence("common_ratio", common),
     ]
-    for c in changed:
+    if lead is not None:
+        evidence += [
+            Evidence(f"cpu_cost_shift[{lead.name}]", lead.shift, "s"),
+            Evidence(f"cpu_cost_shift_p[{lead.name}]", lead.p_value),
+        ]
+    for name in named:
+        c = by_name.get(name)
+        if c is None:
+            continue
         evidence += [
             Evidence(f"service_time_before[{c.name}]", c.before, "s"),
             Evidence(f"service_time_after[{c.name}]", c.after, "s"),
             Evidence(f"service_time_ratio[{c.name}]", c.ratio),
+            Evidence(f"service_time_changed[{c.name}]", c.changed),
         ]
         cb, ca = b.coef_before.get(c.name, math.nan), b.coef_after.get(c.name, math.nan)
         if math.isfinite(cb) and math.isfinite(ca):
@@ -190,8 +228,15 @@ def _application_change(det: SegmentDetector, data: _Data, b: Boundary, end_wind
                 Evidence(f"cpu_per_tx_before[{c.name}]", cb, "s"),
                 Evidence(f"cpu_per_tx_after[{c.name}]", ca, "s"),
             ]
+    parts = []
+    if lead is not None:
+        parts.append(
+            f"{lead.name} costs {format_seconds(abs(lead.shift))} "
+            f"{'more' if lead.shift > 0 else 'less'} CPU per transaction "
+            f"(p = {lead.p_value:.2g})"
+        )
     if changed:
-        named = "; ".join(
+        listed = "; ".join(
             f"{c.name} {format_seconds(c.before)} → {format_seconds(c.after)} "
             + (
                 f"({100 * c.change:+.0f}%, at least {100 * (c.ratio_low - 1):+.0f}%)"
@@ -200,9 +245,8 @@ def _application_change(det: SegmentDetector, data: _Data, b: Boundary, end_wind
             )
             for c in changed
         )
-        which = f"service time changed for {named}"
-    else:
-        which = "no single transaction type's service time changed clearly"
+        parts.append(f"service time changed for {listed}")
+    which = "; ".join(parts) if parts else "no single transaction type changed clearly"
     if abs(math.log(common)) >= math.log1p(det.min_change):
         which += (
             f" (all types {100 * abs(common - 1):.0f}% {'slower' if common > 1 else 'faster'}"
@@ -214,7 +258,7 @@ def _application_change(det: SegmentDetector, data: _Data, b: Boundary, end_wind
         metric="cpu_util",
         start=start,
         end=end,
-        severity=Severity.ERROR if changed else Severity.WARNING,
+        severity=Severity.ERROR if named else Severity.WARNING,
         explanation=(
             f"{det.entity}: the application changed at {_clock(start)}: no single CPU "
             f"model explains before and after (extra error {100 * b.excess:.1f}% > allowed "

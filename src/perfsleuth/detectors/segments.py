@@ -42,19 +42,31 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    Consecutive anomalous segments form one ``workload_anomaly`` finding.
 3. **reconciles** consecutive normal segments (anomalies filtered out): walking in time, the
    next segment is fitted jointly with the group of segments reconciled so far. If one model
-   explains both — its extra relative error on either side, ``sqrt((SSE_joint − SSE_own) / n) /
-   mean CPU``, is at most ``allowed_error`` — the boundary is a ``workload_change`` (INFO): the
+   explains both — its extra relative error on either side, ``sqrt((SSE_joint − SSE_own −
+   optimism) / n) / mean CPU``, is at most ``allowed_error`` (the optimism, σ² per coefficient
+   the side's own fit has more than its share of the joint one, is what noise alone gains a
+   separate fit) — the boundary is a ``workload_change`` (INFO): the
    same application under another mix or load. Otherwise it is an ``application_change``, and
-   a new group begins, when the signature names a type whose service time changed
+   a new group begins, when the difference is significant (Chow F-test at ``alpha``: more than
+   the noise of the two fits) and the signature names a type whose service time changed
    (``confirm``, ours: both techniques must agree). A linear CPU model is not exact, and under a
    very different mix or load its error can exceed ``allowed_error`` with no transaction having
    changed at all; such a boundary is reported as a workload change that says so. With
    ``confirm=False`` the paper's rule decides alone: a model that does not reconcile, with a
-   significant Chow F-test at ``alpha``, is an application change.
-4. compares **application signatures** across every application change
+   significant Chow F-test at ``alpha``, is an application change. An application change
+   between adjacent periods is then moved (``min_windows // 2`` windows at most) to where
+   the two periods' own models fit best, ``sqrt(SSE_before) + sqrt(SSE_after)``: the
+   segmentation's ``min_segment`` can push a boundary off when noise cuts the later period
+   once more (that cut is then reconciled away, the boundary stays where it was pushed).
+4. names the changed types, with two witnesses. The **regression**: the type whose CPU cost,
+   let to differ after the boundary in one joint fit, best explains the change
+   (:func:`~perfsleuth.stats.cpumodel.cost_shifts`; named when its partial F-test is
+   significant at ``alpha`` over the types tried) — CPU per transaction is what a code change
+   moves, and contention from outside the application leaves it alone. The
+   **signature** compares across every application change
    (:mod:`perfsleuth.stats.signature`): the per-type service time ``S_i = median R_i·(1 − U)``
    before and after, with confidence intervals, names the type(s) whose service time changed
-   by at least ``min_change`` and by how much — beyond the slow-down all types share, which is
+   by at least ``min_change`` and by how much — beyond the slow-down the others share, which is
    load or contention that ``1 − U`` did not remove, not code (see
    :func:`~perfsleuth.stats.signature.compare_signatures`). ``signature_util`` names the
    utilisation column used for U (default ``cpu_util``). On a machine where other processes
@@ -84,7 +96,7 @@ from perfsleuth.detectors.segment_findings import anomaly_finding, change_findin
 from perfsleuth.errors import DataError, NotEnoughDataError
 from perfsleuth.findings import Finding
 from perfsleuth.frames import coverage_of, normalise, workload_types
-from perfsleuth.stats.cpumodel import CpuModel, fit_cpu_model, idle_test
+from perfsleuth.stats.cpumodel import CostShift, CpuModel, cost_shifts, fit_cpu_model, idle_test
 from perfsleuth.stats.segmentation import Segmentation, segment_regression
 from perfsleuth.stats.signature import (
     Signature,
@@ -161,7 +173,9 @@ class Boundary:
     the later group (or segment). ``excess`` is the joint model's worst extra relative error,
     ``p_value`` the Chow test's; ``changes`` the signature comparison (when the models differ);
     ``unconfirmed`` a workload change whose CPU models differ although no transaction type's
-    service time changed (see ``confirm``).
+    service time changed (see ``confirm``); ``shifts`` (application changes) each type's CPU
+    cost change as one joint regression sees it
+    (:func:`~perfsleuth.stats.cpumodel.cost_shifts`), largest first.
     """
 
     at: int
@@ -174,6 +188,7 @@ class Boundary:
     coef_before: dict[str, float] = field(default_factory=dict)
     coef_after: dict[str, float] = field(default_factory=dict)
     unconfirmed: bool = False
+    shifts: tuple[CostShift, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,15 +513,20 @@ class SegmentDetector:
                 self._service_changes(data, _rows(groups[i]), _rows(groups[i + 1]))
                 for i in range(len(groups) - 1)
             ]
+            # the models must differ significantly (Chow) for any verdict of change; with
+            # ``confirm`` the signature must also name a changed type
+            alike = [st[1] >= self.alpha for st in stats]
             if self.confirm:
-                alike = [not any(c.changed for c in ch) for ch in changes]
-            else:
-                alike = [st[1] >= self.alpha for st in stats]
+                alike = [
+                    same or not any(c.changed for c in ch)
+                    for same, ch in zip(alike, changes, strict=True)
+                ]
             mergeable = [i for i in range(len(stats)) if alike[i]]
             if not mergeable:
                 break
             i = min(mergeable, key=lambda j: stats[j][0])
             merge(i, stats[i], changes[i], self.confirm)
+        self._relocate(data, groups)
         for i in range(len(groups) - 1):
             excess, p_value, coef_l, coef_r = self._joins(data, groups[i], groups[i + 1])
             left, right = groups[i], groups[i + 1]
@@ -521,12 +541,58 @@ class SegmentDetector:
                     changes=self._service_changes(data, _rows(left), _rows(right)),
                     coef_before=coef_l,
                     coef_after=coef_r,
+                    shifts=self._cost_shifts(data, _rows(left), _rows(right)),
                 )
             )
         boundaries.sort(key=lambda b: b.at)
         frozen = [tuple(g) for g in groups]
         models = [data.model(_rows(g), self.alpha) for g in frozen]
         return frozen, models, boundaries
+
+    def _relocate(self, data: _Data, groups: list[list[tuple[int, int]]]) -> None:
+        """Move each application change to where the two periods' CPU models fit best.
+
+        The segmentation's segments have at least ``min_segment`` windows, so a spurious cut
+        inside the later period (noise, a burst of contention) can push the real boundary a
+        few windows off, into the earlier period. Within ``min_windows // 2`` windows of the
+        boundary (never emptying a span), it moves to the split that minimises the paper's
+        error term ``sqrt(SSE)`` of the period before plus the period after (each reconciled
+        group of spans, fitted with its own NNLS model of every type: the segmentation's own
+        segment cost; the stepwise selection's choice of types jumps from one split to the
+        next, and its error with it). In place.
+        """
+        reach = max(1, (self.min_windows or 2 * (len(data.types) + 1)) // 2)
+        for i in range(len(groups) - 1):
+            left, right = groups[i], groups[i + 1]
+            at = right[0][0]
+            if left[-1][1] != at:
+                continue  # an anomaly lies between: its edges were placed by _refine
+            lo, hi = left[-1][0], right[0][1]
+            costs: dict[int, float] = {}
+            for x in range(max(lo + 1, at - reach), min(hi - 1, at + reach) + 1):
+                costs[x] = sum(
+                    math.sqrt(
+                        fit_cpu_model(
+                            data.counts[rows], data.cpu[rows], data.width[rows], selection="all"
+                        ).sse
+                    )
+                    for rows in (_rows([*left[:-1], (lo, x)]), _rows([(x, hi), *right[1:]]))
+                )
+            if not costs:
+                continue
+            best = min(costs, key=lambda x: (costs[x], abs(x - at)))
+            if best != at:
+                left[-1] = (left[-1][0], best)
+                right[0] = (best, right[0][1])
+
+    def _cost_shifts(
+        self, data: _Data, before: NDArray[np.intp], after: NDArray[np.intp]
+    ) -> tuple[CostShift, ...]:
+        rows = np.concatenate([before, after])
+        late = np.arange(len(rows)) >= len(before)
+        return cost_shifts(
+            data.counts[rows], data.cpu[rows], data.width[rows], late, names=data.types
+        )
 
     def _joins(
         self, data: _Data, group: list[tuple[int, int]], other: list[tuple[int, int]]
@@ -538,13 +604,22 @@ class SegmentDetector:
         both = np.concatenate([left, right])
         own_l, own_r = data.model(left, self.alpha), data.model(right, self.alpha)
         joint = data.model(both, self.alpha)
+        k_sep = own_l.n_params + own_r.n_params
+        # Noise alone makes the joint fit worse than the two own fits: under one model, a
+        # side's own fit (p_own coefficients) gains σ²·(p_own − p_joint·n_side/n) on it in
+        # expectation (each fit's optimism is σ² per coefficient; the joint fit spends its
+        # coefficients over both sides). That part is noise, not a difference of models: with
+        # windows as noisy as a few seconds of a real server's, it alone can exceed
+        # ``allowed_error`` on a short period.
+        spare = len(both) - k_sep
+        sigma2 = (own_l.sse + own_r.sse) / spare if spare > 0 else 0.0
         worst = 0.0
         for rows, own, part in ((left, own_l, slice(0, len(left))), (right, own_r, None)):
             res = joint.residuals[part] if part is not None else joint.residuals[len(left) :]
-            gap = max(float(res @ res) - own.sse, 0.0) / len(rows)
+            optimism = sigma2 * max(own.n_params - joint.n_params * len(rows) / len(both), 0.0)
+            gap = max(float(res @ res) - own.sse - optimism, 0.0) / len(rows)
             level = float(data.cpu[rows].mean())
             worst = max(worst, math.sqrt(gap) / level if level > 0 else math.inf)
-        k_sep = own_l.n_params + own_r.n_params
         df1 = max(k_sep - joint.n_params, 1)
         df2 = len(both) - k_sep
         sep = own_l.sse + own_r.sse
@@ -568,10 +643,12 @@ class SegmentDetector:
 
         The segmentation's boundaries can miss an anomaly's edge by a few windows: a segment
         has at least ``min_segment`` windows, and an anomaly's first windows may be mild. So,
-        at most ``most`` windows per edge, (1) anomalous windows next to a normal span that the
-        span's model explains (less than ``threshold`` residual standard deviations or
-        ``allowed_error`` of their CPU off) join the span, then (2) edge windows of a span that
-        its model, fitted without them, leaves that far off join the anomaly.
+        at most ``most`` windows per edge, (1) edge windows of a span that its model, fitted
+        without them, leaves far off (at least ``threshold`` residual standard deviations and
+        ``allowed_error`` of their CPU) join the anomaly, then (2) anomalous windows next to the
+        span that this cleaned span's model explains join the span. In that order, and with
+        (1) judged against the span's core, so that anomalous windows inside a span neither mask
+        each other nor inflate the noise that step (2) judges by.
         """
         m = len(data.cpu)
         spans = sorted(spans)
@@ -580,6 +657,23 @@ class SegmentDetector:
             a, b = span
             floor = out[-1][1] if out else 0
             ceiling = spans[i + 1][0] if i + 1 < len(spans) else m
+            for side in ("left", "right"):
+                touches = (a > floor) if side == "left" else (b < ceiling)
+                # Judge the edge windows against the span's core, fitted without any of the
+                # ``most`` windows that may be peeled: two anomalous windows at the edge would
+                # otherwise mask each other (each inflates the noise the other is judged by).
+                core = np.arange(a + most, b) if side == "left" else np.arange(a, b - most)
+                fixed = data.model(core, self.alpha) if len(core) >= len(data.types) + 2 else None
+                peeled = 0
+                while touches and peeled < most and b - a > most:
+                    edge = a if side == "left" else b - 1
+                    rest = np.arange(a + 1, b) if side == "left" else np.arange(a, b - 1)
+                    model = fixed if fixed is not None else data.model(rest, self.alpha)
+                    if not self._outlier(data, edge, model):
+                        break
+                    a, b = (a + 1, b) if side == "left" else (a, b - 1)
+                    peeled += 1
+            # then grow, judged by the model of the span freed of its anomalous edges
             model = data.model(np.arange(a, b), self.alpha)
             grown = 0
             while a > floor and grown < most and not self._outlier(data, a - 1, model):
@@ -587,16 +681,6 @@ class SegmentDetector:
             grown = 0
             while b < ceiling and grown < most and not self._outlier(data, b, model):
                 b, grown = b + 1, grown + 1
-            for side in ("left", "right"):
-                touches = (a > floor) if side == "left" else (b < ceiling)
-                peeled = 0
-                while touches and peeled < most and b - a > most:
-                    edge = a if side == "left" else b - 1
-                    rest = np.arange(a + 1, b) if side == "left" else np.arange(a, b - 1)
-                    if not self._outlier(data, edge, data.model(rest, self.alpha)):
-                        break
-                    a, b = (a + 1, b) if side == "left" else (a, b - 1)
-                    peeled += 1
             out.append((a, b))
         return out
 

@@ -335,6 +335,13 @@ def _boundaries(result: SegmentAnalysis) -> Table:
     rows = []
     for b in result.boundaries:
         changed = ", ".join(f"{c.name} {100 * c.change:+.0f}%" for c in b.changes if c.changed)
+        lead = b.shifts[0] if b.shifts else None
+        shift = (
+            ""
+            if lead is None
+            else f"{lead.name} {'+' if lead.shift >= 0 else '−'}"
+            f"{format_seconds(abs(lead.shift))} (p = {lead.p_value:.2g})"
+        )
         rows.append(
             (
                 _clock(result, b.at),
@@ -342,10 +349,18 @@ def _boundaries(result: SegmentAnalysis) -> Table:
                 f"{100 * b.excess:.1f}%",
                 f"{b.p_value:.2g}",
                 changed,
+                shift,
             )
         )
     return Table(
-        columns=("at (UTC)", "verdict", "extra error", "p-value", "service time changed"),
+        columns=(
+            "at (UTC)",
+            "verdict",
+            "extra error",
+            "p-value",
+            "service time changed",
+            "largest CPU cost shift",
+        ),
         rows=tuple(rows),
         caption="Reconciliation of consecutive normal periods",
     )

@@ -42,7 +42,7 @@ from scipy.stats import f as f_dist
 from perfsleuth.errors import DataError, NotEnoughDataError
 from perfsleuth.stats.mixmodel import MixSummary, format_seconds
 
-__all__ = ["CpuModel", "IdleTest", "Step", "fit_cpu_model", "idle_test"]
+__all__ = ["CostShift", "CpuModel", "IdleTest", "Step", "cost_shifts", "fit_cpu_model", "idle_test"]
 
 FloatArray = NDArray[np.float64]
 Selection = Literal["stepwise", "all"]
@@ -299,6 +299,87 @@ def idle_test(
     sse_held = float(np.sum((xs @ held.x - ys) ** 2))
     f_stat, p_value = _partial_f(sse_held, sse_free, dof)
     return IdleTest(idle, cap, f_stat, p_value)
+
+
+@dataclass(frozen=True, slots=True)
+class CostShift:
+    """How one type's CPU cost changed between two periods, as one regression sees it.
+
+    ``shift`` is CPU-seconds per transaction after minus before; ``gain`` how much letting the
+    cost shift lowers the joint SSE (CPU-seconds²), ``f`` and ``p_value`` its partial F-test.
+    """
+
+    name: str
+    shift: float
+    gain: float
+    f: float
+    p_value: float
+
+
+def cost_shifts(
+    counts: ArrayLike,
+    cpu_seconds: ArrayLike,
+    window_s: ArrayLike,
+    after: ArrayLike,
+    *,
+    names: Sequence[str],
+) -> tuple[CostShift, ...]:
+    """Which type's CPU cost changed between the windows before and ``after`` (a mask)?
+
+    One model is fitted to both periods, every cost ``≥ 0`` and common to both, with the idle
+    overhead free to differ after (so a change of level is not laid on a type). Then, type by
+    type, that type's cost may differ after (an extra regressor ``N_it·[t after]``, of either
+    sign): the partial F-test of the SSE it saves says whether, and ``shift`` by how much, its
+    cost changed. Types seen on one side only are left out. Sorted by gain, largest first.
+
+    The signature (:mod:`perfsleuth.stats.signature`) names a changed type from latencies,
+    which contention from outside the application stretches type by type; this names it from
+    the CPU, which such contention leaves alone.
+    """
+    x, width = _design(counts, window_s, None)
+    y = np.array(cpu_seconds, dtype=np.float64).reshape(-1)
+    late = np.array(after, dtype=bool).reshape(-1)
+    n, p = x.shape
+    if len(y) != n or len(late) != n:
+        raise DataError(f"counts has {n} window(s); cpu_seconds {len(y)}, after {len(late)}")
+    if len(names) != p:
+        raise DataError(f"{len(names)} name(s) for {p} column(s) of counts")
+    _check(x, "counts")
+    _check(y, "cpu_seconds")
+    seen = (x != 0).any(axis=0)
+    design = np.column_stack([width, x[:, seen], width * late])
+    col = np.sqrt(np.mean(design * design, axis=0))
+    col[col == 0] = 1.0
+    scale = float(np.mean(y)) if float(np.mean(y)) > 0 else 1.0
+    xs, ys = design / col, y / scale
+    q = xs.shape[1]
+    low = np.zeros(q)
+    low[-1] = -np.inf  # the idle overhead's shift may have either sign
+
+    def sse(matrix: FloatArray, lower: FloatArray) -> tuple[float, FloatArray]:
+        fit = lsq_linear(matrix, ys, bounds=(lower, np.full(len(lower), np.inf)), method="bvls")
+        return float(np.sum((matrix @ fit.x - ys) ** 2)), np.asarray(fit.x)
+
+    base, _ = sse(xs, low)
+    dof = n - q - 1
+    out = []
+    for j in np.flatnonzero(seen & (x[late] != 0).any(axis=0) & (x[~late] != 0).any(axis=0)):
+        extra = x[:, j] * late
+        norm = math.sqrt(float(np.mean(extra * extra)))
+        if dof <= 0 or norm == 0:
+            continue
+        shifted, beta = sse(np.column_stack([xs, extra / norm]), np.append(low, -np.inf))
+        f_stat, p_value = _partial_f(base, shifted, dof)
+        out.append(
+            CostShift(
+                str(names[int(j)]),
+                float(beta[-1] / norm * scale),
+                (base - shifted) * scale**2,
+                f_stat,
+                p_value,
+            )
+        )
+    return tuple(sorted(out, key=lambda c: -c.gain))
 
 
 # --------------------------------------------------------------------------------------------

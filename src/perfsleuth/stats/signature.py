@@ -60,7 +60,7 @@ class Signature:
 @dataclass(frozen=True, slots=True)
 class SignatureChange:
     """One type's service time in two periods: their ratio (after / before) with bounds, and
-    ``common``, the slow-down all types share (see :func:`compare_signatures`)."""
+    ``common``, the slow-down the other types share (see :func:`compare_signatures`)."""
 
     name: str
     before: float
@@ -138,11 +138,12 @@ def compare_signatures(
     changed by at least ``min_change`` (relative) beyond the uncertainty of both medians.
 
     With ``shared`` (and at least three types), the change is judged against the **common
-    factor**, the median of all types' ratios: when every type is slower by about the same
-    share, the cause is the environment (more load or contention than ``1 − U`` corrects for,
-    a slower machine), not one transaction's code — an application change touches some types
-    and leaves the others alone. ``R·(1 − U)`` removes queueing only when U is the utilisation
-    of everything the transactions compete with; on a shared machine it is not.
+    factor**, the median of the other types' ratios (of all three with three types): when every
+    type is slower by about the same share, the cause is the environment (more load or
+    contention than ``1 − U`` corrects for, a slower machine), not one transaction's code — an
+    application change touches some types and leaves the others alone. ``R·(1 − U)`` removes
+    queueing only when U is the utilisation of everything the transactions compete with; on a
+    shared machine it is not.
     """
     if before.names != after.names:
         raise DataError("signatures of different transaction types cannot be compared")
@@ -155,10 +156,14 @@ def compare_signatures(
             continue
         ratio_low, ratio_high = _ratio_interval(before, after, j)
         rows.append((name, b, a, a / b, ratio_low, ratio_high))
-    ratios = [r[3] for r in rows]
-    common = float(np.median(ratios)) if shared and len(ratios) >= 3 else 1.0
+    ratios = np.array([r[3] for r in rows])
     changes = []
-    for name, b, a, ratio, ratio_low, ratio_high in rows:
+    for j, (name, b, a, ratio, ratio_low, ratio_high) in enumerate(rows):
+        # The others' median, so a type's own change does not move the yardstick it is judged
+        # by; but a median over at least three types, so that one changed type among them
+        # cannot move it far either (with three types in all: the median of the three).
+        others = np.delete(ratios, j) if len(ratios) >= 4 else ratios
+        common = float(np.median(others)) if shared and len(ratios) >= 3 else 1.0
         slower = ratio_low / common >= 1.0 + min_change
         faster = ratio_high / common <= 1.0 / (1.0 + min_change)
         changes.append(
