@@ -139,6 +139,24 @@ REFUSED = [
     ("x = 1", "not a formula"),
     ("", "empty formula"),
     ("1 +", "not a formula"),
+    # classic escapes from "safe" eval sandboxes, and other ways to run code
+    ("x.__class__.__bases__[0].__subclasses__()", "attribute access"),
+    ("exp(1).__class__", "attribute access"),
+    ("__builtins__", "'__builtins__'"),
+    ("breakpoint()", "calling 'breakpoint'"),
+    ("globals()", "calling 'globals'"),
+    ("compile('1', 'f', 'eval')", "calling 'compile'"),
+    ("a if b else __import__('os')", "'__import__'"),
+    ("lookup(t.x, 1)", "attribute access"),
+    ("exp(x)(1)", "calling anything but a function name"),
+    ("await x", "await"),
+    ("(yield x)", "yield"),
+    ("{1}", "set"),
+    ("[*x]", "list"),
+    ("x[1:2]", "subscripting"),
+    ("...", "constant Ellipsis"),
+    ("1j", "constant 1j"),
+    ("max()", "0 argument\\(s\\)"),
 ]
 
 
@@ -170,6 +188,36 @@ def test_no_python_evaluation_happens(tmp_path: object) -> None:
     # a formula naming a Python builtin is just an unknown value name, never a call into Python
     values, _ = names(parse("open + print"))
     assert values == {"open", "print"}
+
+
+def test_the_compiler_never_calls_eval_exec_or_compile() -> None:
+    import ast
+    import inspect
+
+    from perfsleuth.bottleneck import expr
+
+    called = {
+        node.func.id
+        for node in ast.walk(ast.parse(inspect.getsource(expr)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    assert not called & {"eval", "exec", "compile", "__import__"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("9 ** 9 ** 9", np.inf),  # floats throughout: no giant integer to compute
+        ("10 ** 400", np.inf),
+        ("1 / 0", np.inf),
+        ("log(0)", -np.inf),
+        ("sqrt(-1)", np.nan),
+    ],
+)
+def test_overflow_and_domain_errors_give_ieee_values(text: str, expected: float) -> None:
+    with np.errstate(all="ignore"):
+        out = float(run(text))  # type: ignore[arg-type]
+    np.testing.assert_equal(out, expected)
 
 
 # Units

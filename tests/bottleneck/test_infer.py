@@ -134,3 +134,26 @@ def test_bad_input_counter_is_refused() -> None:
     observed = {"cpu.user": 0.5, "cpu.system": 0.1, "disk.reads": 10.0, "cg.mem.limit": -1.0}
     with pytest.raises(DataError, match="mem_limit"):
         infer(model(), observed)
+
+
+@pytest.mark.slow
+def test_recovery_over_many_more_seeded_scenarios() -> None:
+    """The same acceptance over 300 more scenarios (50 seeds each, none of the ones above)."""
+    m = model()
+    right = 0
+    errors: dict[tuple[str, str], list[float]] = {}
+    total = 0
+    for scenario in SCENARIOS:
+        for seed in range(100, 150):
+            run = simulate_scenario(scenario, model=m, seed=seed, samples=12)
+            res = infer(m, window(run), seed=seed)
+            total += 1
+            right += run.bottleneck == res.bottleneck
+            for name in KEY[scenario]:
+                errors.setdefault((scenario, name), []).append(
+                    abs(res.value(name) / run.value(name) - 1)
+                )
+    assert right >= math.ceil(0.95 * total), f"{right} of {total}"
+    for (scenario, name), values in errors.items():
+        within = float(np.mean(np.array(values) <= 0.10))
+        assert within >= 0.95, f"{scenario}: {name} within 10% in {within:.0%}"

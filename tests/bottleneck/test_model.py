@@ -197,3 +197,29 @@ def test_workload_checks_names_and_bounds(tmp_path: Path) -> None:
         model.workload({"size": 10.0})
     with pytest.raises(ConfigError, match="speed: not a parameter"):
         model.workload({"speed": 1.0})
+
+
+@pytest.mark.parametrize(
+    ("app_cpu", "bg_cpu", "io_depth", "expected"),
+    [
+        # alone on 2 CPUs: the workload's use of both
+        (1.0, 0.0, 1.0, 0.5),
+        # light neighbours: what they leave (2 - 0.5)
+        (0.75, 0.5, 1.0, 0.5),
+        # busy neighbours (1.8 cores) and 4 threads in flight: the fair share 2 * 4 / 5.8
+        (0.3, 1.8, 4.0, 0.3 / (2 * 4 / 5.8)),
+        # a CPU-bound workload keeping 1.5 cores busy beside 1.5 cores of others: 2 * 1.5 / 3
+        (1.5, 1.5, 1.0, 1.5),
+    ],
+)
+def test_cpu_utilisation_is_of_what_the_workload_can_get(
+    app_cpu: float, bg_cpu: float, io_depth: float, expected: float
+) -> None:
+    model = load_model()
+    quiet = dict.fromkeys(("seq_read_bw", "seq_write_bw", "rand_read_rate", "rand_write_rate"), 0.0)
+    w = model.workload(
+        {**quiet, "app_cpu": app_cpu, "bg_cpu": bg_cpu, "io_depth": io_depth, "bg_read_bw": 0.0}
+    )
+    _, utils = model.predict(w[None, :], {"mem_limit": 1 << 30})
+    cpu = float(utils[0, model.resource_names.index("cpu")])
+    assert cpu == pytest.approx(expected, rel=1e-9)

@@ -62,7 +62,12 @@ def _target(text: str | None) -> tuple[float | None, float | None]:
 def infer_command(
     ctx: typer.Context,
     counters: Annotated[
-        list[Path], typer.Argument(help="Counter frame(s): CSV or Parquet.", show_default=False)
+        list[Path],
+        typer.Argument(
+            help="Counter frame(s): CSV or Parquet, a store (.duckdb) that perfsleuth "
+            "collect wrote, or sar's JSON (sadf -j, .json).",
+            show_default=False,
+        ),
     ],
     model: ModelOption = "linux",
     calibration: CalibrationOption = None,
@@ -78,6 +83,10 @@ def infer_command(
         str | None, typer.Option(help="Throughput to reach: operations/s (5000) or a factor (2x).")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the inference.")] = 0,
+    device: Annotated[
+        str | None,
+        typer.Option(help="Disk of a collector's counters (default: the busiest whole disk)."),
+    ] = None,
     store: Annotated[
         Path | None, typer.Option("--store", help="Also keep the frame and findings here.")
     ] = None,
@@ -89,7 +98,6 @@ def infer_command(
     from perfsleuth.cli import _emit, _keep, _note
     from perfsleuth.frames import coverage_of, normalise
     from perfsleuth.registry import create
-    from perfsleuth.sources.files import read_frame
 
     goal, factor = _target(target)
     detector = create(
@@ -103,11 +111,12 @@ def infer_command(
             "upgrades": "" if upgrades is None else str(upgrades),
             "target": goal or 0.0,
             "target_factor": factor or 0.0,
+            "device": device or "",
             "seed": seed,
         },
         source="options",
     )
-    frames = [read_frame(path, "counter") for path in counters]
+    frames = [_read_counters(path, device) for path in counters]
     source = ", ".join(map(str, counters))
     frame = normalise(pd.concat(frames, ignore_index=True), "counter", source=source)
     findings = detector.detect(frame)
@@ -130,6 +139,25 @@ def infer_command(
         )
         _note(f"report: {report}")
     _emit(ctx, findings)
+
+
+def _read_counters(path: Path, device: str | None) -> pd.DataFrame:
+    """A counter frame from a file, or every counter row of a store; the local collector's
+    counters (and sar's) are translated to the Linux model's."""
+    from perfsleuth.bottleneck.importers import to_model_counters
+    from perfsleuth.sources.files import read_frame
+
+    if path.suffix.lower() in (".duckdb", ".db"):
+        from perfsleuth.store import Store
+
+        with Store(path, read_only=True) as kept:
+            frame = kept.read_frame("counter")
+        return to_model_counters(frame, device=device)
+    if path.suffix.lower() == ".json":  # sadf -j output
+        from perfsleuth.sources.sysstat import read_sar
+
+        return to_model_counters(read_sar(path), device=device)
+    return to_model_counters(read_frame(path, "counter"), device=device)
 
 
 def _upgrade_analyses(detector: object, frame: pd.DataFrame) -> dict[str, UpgradeAnalysis]:

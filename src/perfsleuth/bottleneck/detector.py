@@ -7,8 +7,9 @@ hole); the episode's mean counters are inferred once more and become one finding
 first sample to the last. With an upgrade catalogue, each episode also gets an ``upgrade``
 finding.
 
-Counter values must be in the model's units (the collector,
-:mod:`perfsleuth.bottleneck.linux`, writes them so). A NaN is an error, as is a negative value
+Counter values must be in the model's units (:mod:`perfsleuth.bottleneck.linux` writes them
+so); frames of the local collector (``perfsleuth collect``) and of ``sar`` are translated
+first (:mod:`perfsleuth.bottleneck.importers`). A NaN is an error, as is a negative value
 of a counter the model does not mark ``signed`` (a rate of a cumulative counter cannot be
 negative: a reset or wrap the collector should have caught).
 """
@@ -30,6 +31,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from perfsleuth.bottleneck.calibration import apply_profile, load_profile
 from perfsleuth.bottleneck.errormodel import ErrorModel
 from perfsleuth.bottleneck.explain import bottleneck_finding, upgrade_finding
+from perfsleuth.bottleneck.importers import to_model_counters
 from perfsleuth.bottleneck.infer import Inference, infer
 from perfsleuth.bottleneck.model import Model, load_model
 from perfsleuth.bottleneck.upgrades import analyse_upgrades, load_catalogue
@@ -117,6 +119,9 @@ class BottleneckDetector:
         Throughput to reach (operations per second of the main stream); 0: none.
     target_factor
         Or: a multiple of the current throughput to reach; 0: none.
+    device
+        Block device whose counters to use in frames of the local collector or sar; empty:
+        the whole disk that moved the most bytes.
 
     Empty strings and zeros stand for "not given" so the parameters round-trip through TOML,
     which has no null.
@@ -138,6 +143,7 @@ class BottleneckDetector:
     upgrades: str = ""
     target: float = Field(default=0.0, ge=0.0)
     target_factor: float = Field(default=0.0, ge=0.0)
+    device: str = ""
     seed: int = 0
 
     def detect(self, frame: pd.DataFrame) -> list[Finding]:
@@ -199,6 +205,8 @@ class BottleneckDetector:
     def _windows(
         self, frame: pd.DataFrame, model: Model, errors: ErrorModel
     ) -> dict[str, list[WindowResult]]:
+        # before normalising: the collector's units are its own
+        frame = to_model_counters(frame, device=self.device or None)
         coverage = coverage_of(frame)
         if coverage is None or coverage.contract != "counter":
             frame = normalise(frame, "counter")

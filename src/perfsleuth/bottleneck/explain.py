@@ -20,6 +20,8 @@ from perfsleuth.findings import Evidence, Finding, Kind, Severity
 
 __all__ = ["bottleneck_finding", "explain", "format_bytes", "format_value", "upgrade_finding"]
 
+_BEYOND_CALIBRATION = 1.25  # utilisation of a throughput resource that questions its calibration
+
 
 def format_bytes(value: float) -> str:
     """Binary units as people say them: 8 KiB, 1.5 MiB."""
@@ -68,6 +70,14 @@ def explain(model: Model, inference: Inference) -> str:
         text += f"; next: {model.resources[nxt].label} at {float(inference.utilisation[nxt]):.0%}"
     if p < 0.5:
         text += " (uncertain: the counters fit other explanations too)"
+    if resource.throughput and util > _BEYOND_CALIBRATION:
+        # A resource that serves work cannot be busier than all of its time; the counters show
+        # more work than the calibration says it can do, so its maxima are too low (calibrated
+        # while other work shared the device, or at other request sizes and depths).
+        text += (
+            f". {resource.label} did more than its calibrated maximum: recalibrate while the "
+            "machine is quiet"
+        )
     return text
 
 

@@ -26,7 +26,14 @@ from perfsleuth.bottleneck.model import Model
 from perfsleuth.bottleneck.workloads import Job, builtin_io, fio_path, fio_version, run_job
 from perfsleuth.errors import PerfsleuthError, SourceError
 
-__all__ = ["BusyMachineError", "Plan", "calibrate", "machine_busy", "machine_facts"]
+__all__ = [
+    "BusyMachineError",
+    "Plan",
+    "calibrate",
+    "contradictions",
+    "machine_busy",
+    "machine_facts",
+]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +53,10 @@ class Plan:
     seconds: float = 2.0
     file_size: int = 1 << 30
     cpu_runs: bool = True
+    repeats: int = 2
+    """Runs per device point; the best is kept (see :func:`best_device_runs`)."""
+    retries: int = 2
+    """Extra runs of a point that contradicts its neighbours (a larger request done faster)."""
 
     @classmethod
     def quick(cls) -> Plan:
@@ -180,13 +191,34 @@ def calibrate(
     cpu_jobs = chosen.cpu_jobs(str(target)) if fio else []
     total = len(device_runs) + len(cpu_jobs)
     try:
+        best: dict[tuple[str, int, int], Measurement] = {}
+
+        def measure_point(kind: str, size: int, depth: int, runs: int) -> Measurement:
+            for _ in range(runs):
+                m = _device_run(kind, size, depth, target, chosen, device, fio is not None)
+                if (kind, size, depth) not in best or m.iops > best[kind, size, depth].iops:
+                    best[kind, size, depth] = m
+            return best[kind, size, depth]
+
         for number, (kind, size, depth) in enumerate(device_runs, 1):
-            m = _device_run(kind, size, depth, target, chosen, device, fio is not None)
-            measurements.append(m)
+            m = measure_point(kind, size, depth, max(chosen.repeats, 1))
             say(
                 f"[{number}/{total}] device {kind:9s} {_size(size):>6s} depth {depth:>2d}: "
                 f"{m.iops:,.0f} IOPS, {m.bw / 2**20:,.1f} MiB/s"
             )
+        for _ in range(chosen.retries):
+            suspects = contradictions(list(best.values()))
+            if not suspects:
+                break
+            for m in suspects:
+                before = m.iops
+                again = measure_point(m.kind, int(m.size), int(m.depth), 1)
+                say(
+                    f"  again: device {m.kind:9s} {_size(int(m.size)):>6s} depth "
+                    f"{int(m.depth):>2d} (a larger request went faster): {before:,.0f} -> "
+                    f"{again.iops:,.0f} IOPS"
+                )
+        measurements.extend(best.values())
         for number, (job, limit, warmup) in enumerate(cpu_jobs, len(device_runs) + 1):
             m = _cpu_run(job, limit, warmup, chosen.seconds, device)
             measurements.append(m)
@@ -210,6 +242,28 @@ def calibrate(
     }
     profile = fit_profile(model, measurements, machine=machine_facts(), info=info)
     return profile
+
+
+def contradictions(runs: Sequence[Measurement], tolerance: float = 0.1) -> list[Measurement]:
+    """Device runs a neighbour contradicts: at the same kind and depth, a larger request took
+    less device time (``1 / iops``) than a smaller one by more than ``tolerance``.
+
+    A larger request cannot be served faster than a smaller one of the same kind; when it
+    seemingly was, other work disturbed the smaller one's run (this happens on shared
+    machines), so the smaller one is returned to be measured again. The best of all runs of a
+    point is kept, because interference only ever lowers a device's rate.
+    """
+    out: dict[tuple[str, float, float], Measurement] = {}
+    groups: dict[tuple[str, float], list[Measurement]] = {}
+    for m in runs:
+        if m.role == "device" and m.iops > 0:
+            groups.setdefault((m.kind, m.depth), []).append(m)
+    for group in groups.values():
+        group.sort(key=lambda m: m.size)
+        for i, small in enumerate(group):
+            if any(1 / big.iops < (1 - tolerance) / small.iops for big in group[i + 1 :]):
+                out[small.kind, small.size, small.depth] = small
+    return list(out.values())
 
 
 def _check_direct(target: Path) -> None:

@@ -54,9 +54,7 @@ def scenarios(file: str, file_size: int = 1 << 30) -> tuple[RealScenario, ...]:
         RealScenario(
             "page-cache thrashing",
             "memory",
-            replace(
-                base, kind="randread", size=4 * _KIB, depth=2, direct=False, random_map=False
-            ),
+            replace(base, kind="randread", size=4 * _KIB, depth=2, direct=False, random_map=False),
             memory_limit=128 * _MIB,
             warmup=4.0,
         ),

@@ -1,0 +1,270 @@
+"""Counters of other sources in the built-in Linux model's names and units.
+
+The local collector (:mod:`perfsleuth.collect.collector`, ``perfsleuth collect``) stores the
+machine's OS counters in the store's counter frame under the names of
+:mod:`perfsleuth.collect.procfs`, already as rates per second:
+
+=====================================  ================================================
+collector                              model column
+=====================================  ================================================
+``cpu.user`` + ``cpu.nice``            ``cpu.user`` (cores)
+``cpu.system`` + ``cpu.irq`` +         ``cpu.system`` (cores)
+``cpu.softirq``
+``disk.<dev>.read_bytes``              ``disk.read_bytes`` (bytes/s)
+``disk.<dev>.write_bytes``             ``disk.write_bytes`` (bytes/s)
+``disk.<dev>.io_ms`` / 1000            ``disk.busy`` (share of time with I/O in flight)
+=====================================  ================================================
+
+One block device is used: the one asked for, else the whole disk (not a partition) that moved
+the most bytes. The collector's ``cgroup.*`` counters are its *own* cgroup's, not a workload's,
+so they are not mapped. What the collector does not read (request counts, queue length,
+refaults, per-workload cgroup counters) is simply missing: the inference uses the counters it
+gets, and with machine counters alone it tells CPU from disk but sees memory pressure only
+through the disk traffic it causes.
+
+From ``sar`` (:func:`perfsleuth.sources.sysstat.read_sar`; entities ``<host>:cpu=all``,
+``<host>:cpu=<n>`` and ``<host>:disk-device=<dev>``): ``cpu.user`` = (``cpu-load.user`` +
+``cpu-load.nice``) × CPUs and ``cpu.system`` = ``cpu-load.system`` × CPUs (sar's shares are of
+all CPUs; their number is that of the per-CPU entities, so record with ``-P ALL``),
+``disk.read_bytes`` / ``disk.write_bytes`` = ``disk.rkB`` / ``disk.wkB``, ``disk.busy`` =
+``disk.util-percent`` and ``disk.inflight`` = ``disk.aqu-sz`` of one disk (chosen as above);
+``entity`` becomes the host.
+
+For Prometheus with node-exporter, :func:`prometheus_queries` gives the PromQL of each model
+counter node-exporter publishes (CPU by mode, diskstats and, where the vmstat collector is told
+to export it, ``workingset_refault_file``); pass it to
+:func:`perfsleuth.sources.prometheus.counter_frame` and the frame is in the model's names.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pandas as pd
+
+from perfsleuth.errors import DataError
+
+__all__ = [
+    "COLLECTOR_MARK",
+    "from_collector",
+    "from_sar",
+    "is_collector_frame",
+    "is_sar_frame",
+    "prometheus_queries",
+    "to_model_counters",
+]
+
+log = logging.getLogger(__name__)
+
+COLLECTOR_MARK = "collector.interval_s"
+"""A counter only the collector writes: a frame holding it uses the collector's names."""
+
+_SUMS: dict[str, tuple[str, ...]] = {
+    "cpu.user": ("cpu.user", "cpu.nice"),
+    "cpu.system": ("cpu.system", "cpu.irq", "cpu.softirq"),
+}
+_DISK = re.compile(r"^disk\.(?P<dev>.+)\.(?P<what>read_bytes|write_bytes|io_ms)$")
+_PARTITION_SUFFIX = re.compile(r"^p?\d+$")
+
+
+def to_model_counters(frame: pd.DataFrame, *, device: str | None = None) -> pd.DataFrame:
+    """``frame`` in the Linux model's counter names: the local collector's and sar's frames
+    are translated (:func:`from_collector`, :func:`from_sar`), any other is returned as is."""
+    if is_collector_frame(frame):
+        return from_collector(frame, device=device)
+    if is_sar_frame(frame):
+        return from_sar(frame, device=device)
+    return frame
+
+
+def is_sar_frame(frame: pd.DataFrame) -> bool:
+    """Whether ``frame`` (a counter frame) came from ``sar`` (:mod:`perfsleuth.sources.sysstat`)."""
+    if "counter" not in frame.columns or "entity" not in frame.columns or len(frame) == 0:
+        return False
+    return bool(
+        frame["counter"].astype(str).str.startswith("cpu-load.").any()
+        and frame["entity"].astype(str).str.contains(":cpu=", regex=False).any()
+    )
+
+
+def _pick_disk(entity: str, disks: dict[str, float], device: str | None) -> str | None:
+    """The disk to use: ``device`` if given (an error if absent), else the busiest whole disk
+    by ``disks`` (name → bytes moved)."""
+    if device is not None:
+        if device not in disks:
+            raise DataError(
+                f"{entity}: no disk {device!r} among the counters "
+                f"(have {', '.join(sorted(disks)) or 'none'})"
+            )
+        return device
+    whole = _whole_disks(set(disks))
+    return max(whole, key=lambda d: (disks[d], d)) if whole else None
+
+
+def from_sar(frame: pd.DataFrame, *, device: str | None = None) -> pd.DataFrame:
+    """sar's counter frame as a counter frame of the Linux model's columns (see the module).
+
+    Raises
+    ------
+    DataError
+        ``device`` is not among a host's disks.
+    """
+    columns = ["time", "entity", "counter", "value"]
+    if len(frame) == 0:
+        return frame.reindex(columns=columns).iloc[:0]
+    entity = frame["entity"].astype(str)
+    host = entity.str.split(":", n=1).str[0]
+    item = entity.str.split(":", n=1).str[1].fillna("")
+    parts: list[pd.DataFrame] = []
+    for name in sorted(host.unique()):
+        mine = frame[host == name]
+        kinds = item[host == name]
+        out: dict[str, pd.Series] = {}
+        ncpu = len({k for k in kinds if k.startswith("cpu=") and k != "cpu=all"})
+        cpu = mine[kinds == "cpu=all"].pivot_table(
+            index="time", columns="counter", values="value", aggfunc="mean"
+        )
+        if ncpu > 0 and "cpu-load.user" in cpu.columns:
+            nice = cpu["cpu-load.nice"] if "cpu-load.nice" in cpu.columns else 0.0
+            out["cpu.user"] = (cpu["cpu-load.user"] + nice) * ncpu
+        if ncpu > 0 and "cpu-load.system" in cpu.columns:
+            out["cpu.system"] = cpu["cpu-load.system"] * ncpu
+        if ncpu == 0 and len(cpu):
+            log.warning("%s: sar recorded no per-CPU lines (-P ALL); CPU counters left out", name)
+        disks: dict[str, pd.DataFrame] = {}
+        for kind in sorted({k for k in kinds if k.startswith("disk-device=")}):
+            disks[kind.split("=", 1)[1]] = mine[kinds == kind].pivot_table(
+                index="time", columns="counter", values="value", aggfunc="mean"
+            )
+        moved = {
+            d: float(sum(t[c].mean() for c in ("disk.rkB", "disk.wkB") if c in t.columns))
+            for d, t in disks.items()
+        }
+        chosen = _pick_disk(name, moved, device)
+        if chosen is not None:
+            table = disks[chosen]
+            for source, target in (
+                ("disk.rkB", "disk.read_bytes"),
+                ("disk.wkB", "disk.write_bytes"),
+                ("disk.util-percent", "disk.busy"),
+                ("disk.aqu-sz", "disk.inflight"),
+            ):
+                if source in table.columns:
+                    out[target] = table[source]
+        if not out:
+            continue
+        wide = pd.DataFrame(out)
+        wide.index.name = "time"
+        long = wide.reset_index().melt(id_vars="time", var_name="counter", value_name="value")
+        long["entity"] = name
+        parts.append(long[columns])
+    if not parts:
+        return frame.reindex(columns=columns).iloc[:0]
+    result = pd.concat(parts, ignore_index=True).dropna(subset=["value"])
+    return result.sort_values(["entity", "counter", "time"], kind="stable").reset_index(drop=True)
+
+
+def is_collector_frame(frame: pd.DataFrame) -> bool:
+    """Whether ``frame`` (a counter frame) was written by the local collector."""
+    return "counter" in frame.columns and bool((frame["counter"] == COLLECTOR_MARK).any())
+
+
+def _whole_disks(devices: set[str]) -> list[str]:
+    """Devices that are not partitions of another listed device (vda1 of vda, nvme0n1p2)."""
+    return sorted(
+        d
+        for d in devices
+        if not any(
+            d != o and d.startswith(o) and _PARTITION_SUFFIX.match(d[len(o) :]) for o in devices
+        )
+    )
+
+
+def from_collector(frame: pd.DataFrame, *, device: str | None = None) -> pd.DataFrame:
+    """The collector's counter frame as a counter frame of the Linux model's columns.
+
+    Parameters
+    ----------
+    frame
+        Counter frame (``time``, ``entity``, ``counter``, ``value``) as the store returns it.
+    device
+        Block device to use (``vda``, ``nvme0n1``); default: per entity, the whole disk that
+        moved the most bytes.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``time``, ``entity``, ``counter``, ``value`` rows of the mapped counters, sorted by
+        entity, counter and time. A sample missing a component of a sum gives no row.
+
+    Raises
+    ------
+    DataError
+        ``device`` is not among the collector's disks of an entity.
+    """
+    columns = ["time", "entity", "counter", "value"]
+    if len(frame) == 0:
+        return frame.reindex(columns=columns).iloc[:0]
+    parts: list[pd.DataFrame] = []
+    for entity, rows in frame.groupby("entity", sort=True):
+        wide = rows.pivot_table(index="time", columns="counter", values="value", aggfunc="mean")
+        out = pd.DataFrame(index=wide.index)
+        for target, sources in _SUMS.items():
+            present = [s for s in sources if s in wide.columns]
+            if sources[0] in present:
+                out[target] = wide[present].sum(axis=1, min_count=len(present))
+        disks: dict[str, dict[str, str]] = {}
+        for name in wide.columns:
+            match = _DISK.match(str(name))
+            if match:
+                disks.setdefault(match["dev"], {})[match["what"]] = str(name)
+        traffic = {
+            d: float(sum(wide[n[k]].mean() for k in ("read_bytes", "write_bytes") if k in n))
+            for d, n in disks.items()
+        }
+        chosen = _pick_disk(str(entity), traffic, device)
+        if chosen is not None:
+            names = disks[chosen]
+            if "read_bytes" in names:
+                out["disk.read_bytes"] = wide[names["read_bytes"]]
+            if "write_bytes" in names:
+                out["disk.write_bytes"] = wide[names["write_bytes"]]
+            if "io_ms" in names:
+                out["disk.busy"] = wide[names["io_ms"]] / 1000.0
+            log.info("%s: disk counters of %s", entity, chosen)
+        long = out.reset_index().melt(id_vars="time", var_name="counter", value_name="value")
+        long["entity"] = str(entity)
+        parts.append(long[columns])
+    result = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+    result = result.dropna(subset=["value"])
+    return result.sort_values(["entity", "counter", "time"], kind="stable").reset_index(drop=True)
+
+
+def prometheus_queries(device: str | None = None) -> dict[str, str]:
+    """Model counter column → PromQL over node-exporter's metrics (``{w}``: the rate window).
+
+    ``device`` restricts the disk counters to one block device (a regular expression of
+    node-exporter's ``device`` label, e.g. ``"vda"`` or ``"nvme0n1"``); by default they are
+    summed over the disks node-exporter reports (it leaves partitions out), and ``disk.busy``
+    is the busiest disk's share of time with I/O in flight.
+    """
+    if device is not None and ('"' in device or "\\" in device):
+        raise DataError(f"device {device!r}: quotes and backslashes are not allowed")
+    where = "" if device is None else f'{{device=~"{device}"}}'
+
+    def disk(metric: str, combine: str = "sum") -> str:
+        return f"{combine} by (instance) (rate(node_disk_{metric}{where}[{{w}}]))"
+
+    cpu = 'sum by (instance) (rate(node_cpu_seconds_total{{mode=~"{}"}}[{{w}}]))'
+    return {
+        "cpu.user": cpu.format("user|nice"),
+        "cpu.system": cpu.format("system|irq|softirq"),
+        "disk.reads": disk("reads_completed_total"),
+        "disk.read_bytes": disk("read_bytes_total"),
+        "disk.writes": disk("writes_completed_total"),
+        "disk.write_bytes": disk("written_bytes_total"),
+        "disk.busy": disk("io_time_seconds_total", "max"),
+        "disk.inflight": disk("io_time_weighted_seconds_total"),
+        "mem.refault": "sum by (instance) (rate(node_vmstat_workingset_refault_file[{w}]))",
+    }
