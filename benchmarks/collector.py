@@ -35,9 +35,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=10)
     args = parser.parse_args()
     present = sum(1 for p in os.listdir("/proc") if p.isdigit())
-    idle = [
-        subprocess.Popen(["sleep", "3600"]) for _ in range(max(0, args.processes - present))
-    ]
+    idle = [subprocess.Popen(["sleep", "3600"]) for _ in range(max(0, args.processes - present))]
     folder = Path(tempfile.mkdtemp(prefix="perfsleuth-collect-"))
     collector = subprocess.Popen(
         [sys.executable, "-c", "from perfsleuth.cli import main; main()", "collect",

@@ -40,8 +40,16 @@ _FACTORS: dict[str, tuple[str, float]] = {
     "count": ("count", 1.0),
     "1": ("", 1.0),
     "/s": ("/s", 1.0),
+    "1/s": ("/s", 1.0),
     "ops/s": ("/s", 1.0),
     "req/s": ("/s", 1.0),
+    # data rates
+    "b/s": ("bytes/s", 1.0),
+    "bytes/s": ("bytes/s", 1.0),
+    "kb/s": ("bytes/s", 1e3),
+    "mb/s": ("bytes/s", 1e6),
+    "kib/s": ("bytes/s", 2.0**10),
+    "mib/s": ("bytes/s", 2.0**20),
     "cores": ("cores", 1.0),
 }
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-__all__ = ["collect_command"]
+from perfsleuth.errors import DataError
+
+__all__ = ["ImportFormat", "collect_command", "import_command"]
 
 
 def collect_command(
@@ -71,3 +74,58 @@ def collect_command(
     with Store(store) as db:
         collector = Collector(db, node=node, batch=batch, with_io=not no_io)
         collector.run(seconds, stop, keep_raw=keep, on_commit=_print, samples=samples)
+
+
+class ImportFormat(StrEnum):
+    sar = "sar"
+    pidstat = "pidstat"
+    perfmon = "perfmon"
+
+
+def import_command(
+    format: Annotated[
+        ImportFormat,
+        typer.Argument(
+            help="sar: sadf -j JSON or a binary sa file; pidstat: pidstat -h output; "
+            "perfmon: Windows perfmon CSV (relog -f csv).",
+            show_default=False,
+        ),
+    ],
+    files: Annotated[list[Path], typer.Argument(help="Files to import.", show_default=False)],
+    store: Annotated[Path, typer.Option("--store", help="Store file to write into.")] = Path(
+        "perfsleuth.duckdb"
+    ),
+    node: Annotated[
+        str | None, typer.Option(help="pidstat: node name (default: the banner's host).")
+    ] = None,
+    tz: Annotated[str, typer.Option(help="pidstat: time zone of clock times.")] = "UTC",
+) -> None:
+    """Import existing sar, pidstat or perfmon data into the store (one JSON line per file)."""
+    import json
+
+    from perfsleuth.store import Store
+
+    with Store(store) as db:
+        for path in files:
+            written: dict[str, int] = {}
+            if format is ImportFormat.sar:
+                from perfsleuth.sources.sysstat import read_sar
+
+                written["counter"] = db.write_frame(read_sar(path), "counter", source=str(path))
+            elif format is ImportFormat.pidstat:
+                from perfsleuth.sources.sysstat import read_pidstat
+
+                frame = read_pidstat(path, node=node, tz=tz)
+                written["process"] = db.write_frame(frame, "process", source=str(path))
+            else:
+                from perfsleuth.sources.perfmon import perfmon_processes, read_perfmon
+
+                counters = read_perfmon(path)
+                written["counter"] = db.write_frame(counters, "counter", source=str(path))
+                try:
+                    processes = perfmon_processes(path)
+                except DataError:  # a log without Process(*) counters: counters only
+                    processes = None
+                if processes is not None:
+                    written["process"] = db.write_frame(processes, "process", source=str(path))
+            typer.echo(json.dumps({"file": str(path), "format": format.value, "rows": written}))

@@ -99,7 +99,8 @@ _TABLES: Final = (
     )""",
 )
 
-_UNITS: Final = {"cpu.": "cores", "disk.": "B/s", "mem.": "B", "cgroup.memory": "B"}
+# Base units (perfsleuth.units), so the store's counter frame needs no conversion.
+_UNITS: Final = {"cpu.": "cores", "disk.": "bytes/s", "mem.": "bytes", "cgroup.memory": "bytes"}
 
 
 def _unit(name: str, cumulative: bool) -> str:
@@ -108,7 +109,7 @@ def _unit(name: str, cumulative: bool) -> str:
     for prefix, unit in _UNITS.items():
         if name.startswith(prefix):
             return "count" if name == "cpu.count" else unit
-    return "1/s" if cumulative else ""
+    return "/s" if cumulative else ""
 
 
 @dataclass(frozen=True, slots=True)

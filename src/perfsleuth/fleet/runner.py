@@ -9,6 +9,11 @@ Layouts read: a folder partitioned by node (``node=<name>/*.parquet``, as
 ``pyarrow.dataset.write_dataset(..., partitioning=["node"], partitioning_flavor="hive")``
 writes it; the ``node`` column may be left out of the files), any folder of Parquet files
 (each file a partition, several nodes per file allowed), one Parquet file, or a store.
+
+Dask workers started by a nanny get ``MALLOC_TRIM_THRESHOLD_=65536`` by default
+(``distributed.nanny.pre-spawn-environ``); with a scan's many short-lived arrays that nearly
+doubles the CPU time per task. Clusters dedicated to fleet scans should drop that variable
+(``benchmarks/fleet.py`` shows how).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import pandas as pd
 
@@ -28,9 +33,6 @@ from perfsleuth.findings import Finding, ordered
 from perfsleuth.frames import normalise
 from perfsleuth.process.rules import DEFAULT_RULES, ProcessRules
 from perfsleuth.process.scanner import scan_node
-
-if TYPE_CHECKING:
-    from perfsleuth.store import Store
 
 __all__ = ["Task", "plan", "scan_fleet", "scan_task"]
 
@@ -75,9 +77,8 @@ def plan(source: Path, *, tasks: int = 64) -> list[Task]:
         from perfsleuth.store import Store
 
         with Store(source, read_only=True) as db:
-            nodes = sorted(
-                set(db.read_frame("node")["node"]) | _process_nodes(db),
-            )
+            listed = set(db.read_frame("node")["node"])
+        nodes = sorted(listed | _process_nodes(source))
         return [
             Task(store=str(source), nodes=tuple(str(n) for n in chunk))
             for chunk in _chunks(nodes, tasks)
@@ -98,9 +99,16 @@ def plan(source: Path, *, tasks: int = 64) -> list[Task]:
     ]
 
 
-def _process_nodes(db: Store) -> set[str]:
-    with db.transaction("list nodes") as con:
-        return {str(r[0]) for r in con.execute("SELECT DISTINCT node FROM processes").fetchall()}
+def _process_nodes(path: Path) -> set[str]:
+    # the Store has no read-only query method; a second read-only connection is allowed
+    import duckdb
+
+    try:
+        with duckdb.connect(str(path), read_only=True) as con:
+            rows = con.execute("SELECT DISTINCT node FROM processes").fetchall()
+    except duckdb.Error as exc:
+        raise SourceError(f"{path}: cannot list the nodes of the store: {exc}") from exc
+    return {str(row[0]) for row in rows}
 
 
 def _read_task(task: Task) -> pd.DataFrame:
@@ -142,6 +150,8 @@ def scan_task(
         return []
     where = task.store or (task.files[0][0] if task.files else "<task>")
     frame = normalise(frame, "process", source=where)
+    # pandas deep-copies attrs (the coverage report) on every operation: drop it, it is not used
+    frame.attrs = {}
     # Categorical text: the per-node grouping by (pid, name) is several times faster on codes
     # than on Arrow strings; categories sort like the strings, so results do not change.
     for column in ("node", "name", "user"):
@@ -223,7 +233,7 @@ def _scan_dask(
         ) from exc
     own = client is None
     try:
-        active = Client(scheduler) if client is None else client
+        active = Client(scheduler, timeout="10s") if client is None else client  # type: ignore[no-untyped-call]
     except OSError as exc:
         raise SourceError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
     if not isinstance(active, Client):
@@ -231,11 +241,11 @@ def _scan_dask(
     try:
         futures = active.map(scan_task, todo, rules=rules, kinds=kinds, pure=False)
         findings: list[Finding] = []
-        for done, future in enumerate(as_completed(futures), 1):
+        for done, future in enumerate(as_completed(futures), 1):  # type: ignore[no-untyped-call]
             findings.extend(future.result())
             if progress is not None:
                 progress(done, len(todo))
         return ordered(findings)
     finally:
         if own:
-            active.close()
+            active.close()  # type: ignore[no-untyped-call]

@@ -112,7 +112,12 @@ def node_periods(
     covered = n_inst > 0
     per_inst = np.where(covered, n_inst, 1.0)
 
-    keys = frame.groupby(["pid", "name"], sort=True, observed=True).ngroup().to_numpy()
+    # one key per (pid, name), numbered in sorted order; numpy on factorised names is several
+    # times faster than groupby(["pid", "name"]).ngroup() and gives the same numbers
+    name_codes, name_values = pd.factorize(frame["name"], sort=True)
+    pid_values = frame["pid"].to_numpy(dtype=np.int64)
+    combined = (pid_values - pid_values.min()) * max(1, len(name_values)) + name_codes
+    keys = np.unique(combined, return_inverse=True)[1].reshape(-1)
     n_proc = int(keys.max()) + 1
     first_of = np.full(n_proc, -1, dtype=np.int64)
     first_of[keys[::-1]] = np.arange(len(keys))[::-1]  # first row of each process

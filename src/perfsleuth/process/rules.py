@@ -36,6 +36,7 @@ Units: CPU in cores (1.0 = one full CPU), memory and files in bytes, "hours" in 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 import tomllib
 from datetime import timedelta
@@ -337,7 +338,9 @@ class ProcessRules(_Strict):
         )
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _any_match(value: str, patterns: tuple[str, ...]) -> bool:
+    # cached: a fleet scan asks about the same few hundred names on every node
     return any(fnmatch.fnmatchcase(value, p) for p in patterns)
 
 
