@@ -53,11 +53,20 @@ app.add_typer(bottleneck_app, name="bottleneck")
 app.command("calibrate")(calibrate_command)
 app.command("verify")(verify_command)
 
-from perfsleuth.collect.cli import collect_command  # noqa: E402  (Typer only; work is lazy)
+from perfsleuth.collect.cli import (  # noqa: E402  (Typer only; work is lazy)
+    collect_command,
+    import_command,
+)
 from perfsleuth.fleet.cli import fleet_app  # noqa: E402  (Typer only; work is lazy)
 
 app.command("collect")(collect_command)
+app.command("import")(import_command)
 app.add_typer(fleet_app, name="fleet")
+
+from perfsleuth.analyze.cli import analyze_command, watch_command  # noqa: E402  (Typer only; work is lazy)
+
+app.command("analyze")(analyze_command)
+app.command("watch")(watch_command)
 
 log = logging.getLogger("perfsleuth")
 
