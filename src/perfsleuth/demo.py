@@ -24,7 +24,6 @@ the story of one estate:
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -207,18 +206,10 @@ def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> DemoResult:
     sections: list[Section] = [
         changepoint_section(data.metric),
         workload_section(data.webshop, detector=mix),
-        _in_family(
-            segments_section(data.bookstore, detector=segments, analysis=analysis),
-            "workload_segments",
-        ),
+        segments_section(data.bookstore, detector=segments, analysis=analysis),
         process_section(data.processes, found["process"], rules=data.rules, max_plots=8),
-        _in_family(
-            bottleneck_section(
-                data.counters,
-                detector=bottleneck,
-                upgrades=_upgrades(bottleneck, data.counters),
-            ),
-            "bottleneck",
+        bottleneck_section(
+            data.counters, detector=bottleneck, upgrades=_upgrades(bottleneck, data.counters)
         ),
     ]
     report = write_html(
@@ -239,14 +230,6 @@ def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> DemoResult:
         coverage,
         tuple(part.family for part in sections),
     )
-
-
-def _in_family(part: Section, family: str) -> Section:
-    """``part`` in ``family`` unless its builder already set one.
-
-    The segments and bottleneck builders do not set their family yet; once they do, this goes.
-    """
-    return part if part.family else dataclasses.replace(part, family=family)
 
 
 def _upgrade_catalogue() -> Path:

@@ -89,7 +89,9 @@ def bottleneck_section(
         "saturated. The bottleneck is the most utilised resource; its probability comes from "
         "the posterior's spread."
     )
-    return Section(title=title, intro=intro, figures=figures, tables=tables)
+    return Section(
+        title=title, intro=intro, figures=figures, tables=tables, family="bottleneck"
+    )
 
 
 def _layout(**extra: Any) -> dict[str, Any]:

@@ -85,6 +85,7 @@ def segments_section(
         fragment=Markup(fragment),
         figures=(_utilisation(result, max_points), _signatures(result)),
         tables=(_segments(result), _boundaries(result), _signature_table(result)),
+        family="workload_segments",
     )
 
 
