@@ -37,8 +37,6 @@ from perfsleuth.frames import Coverage, coverage_of, normalise
 from perfsleuth.store import Store
 
 if TYPE_CHECKING:
-    from perfsleuth.bottleneck.detector import BottleneckDetector
-    from perfsleuth.bottleneck.upgrades import UpgradeAnalysis
     from perfsleuth.process.rules import ProcessRules
     from perfsleuth.report.html import Section
 
@@ -209,7 +207,7 @@ def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> DemoResult:
         segments_section(data.bookstore, detector=segments, analysis=analysis),
         process_section(data.processes, found["process"], rules=data.rules, max_plots=8),
         bottleneck_section(
-            data.counters, detector=bottleneck, upgrades=_upgrades(bottleneck, data.counters)
+            data.counters, detector=bottleneck, upgrades=bottleneck.upgrade_analyses(data.counters)
         ),
     ]
     report = write_html(
@@ -236,24 +234,3 @@ def _upgrade_catalogue() -> Path:
     import perfsleuth.bottleneck
 
     return Path(perfsleuth.bottleneck.__file__).parent / "examples" / "upgrades.toml"
-
-
-def _upgrades(detector: BottleneckDetector, frame: pd.DataFrame) -> dict[str, UpgradeAnalysis]:
-    """Upgrade analysis of each host's whole period, as ``perfsleuth bottleneck infer`` does."""
-    from perfsleuth.bottleneck.detector import load_setup
-    from perfsleuth.bottleneck.upgrades import analyse_upgrades, load_catalogue
-
-    model, _ = load_setup(detector.model, detector.calibration, detector.error_model)
-    catalogue = load_catalogue(detector.upgrades, model)
-    windows = detector.analyse(frame)
-    out: dict[str, UpgradeAnalysis] = {}
-    for entity in sorted({w.entity for w in windows}):
-        whole = detector.overall([w for w in windows if w.entity == entity])
-        out[entity] = analyse_upgrades(
-            model,
-            whole.w,
-            catalogue,
-            inputs=whole.inputs,
-            target_factor=detector.target_factor or None,
-        )
-    return out

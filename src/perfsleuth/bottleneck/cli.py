@@ -162,26 +162,10 @@ def _read_counters(path: Path, device: str | None) -> pd.DataFrame:
 
 def _upgrade_analyses(detector: object, frame: pd.DataFrame) -> dict[str, UpgradeAnalysis]:
     """Upgrade analysis of each entity's whole period, for the report."""
-    from perfsleuth.bottleneck.detector import BottleneckDetector, load_setup
-    from perfsleuth.bottleneck.upgrades import analyse_upgrades, load_catalogue
+    from perfsleuth.bottleneck.detector import BottleneckDetector
 
     assert isinstance(detector, BottleneckDetector)
-    assert detector.upgrades
-    model, _ = load_setup(detector.model, detector.calibration, detector.error_model)
-    catalogue = load_catalogue(detector.upgrades, model)
-    windows = detector.analyse(frame)
-    out: dict[str, UpgradeAnalysis] = {}
-    for entity in sorted({w.entity for w in windows}):
-        whole = detector.overall([w for w in windows if w.entity == entity])
-        out[entity] = analyse_upgrades(
-            model,
-            whole.w,
-            catalogue,
-            inputs=whole.inputs,
-            target=detector.target or None,
-            target_factor=detector.target_factor or None,
-        )
-    return out
+    return detector.upgrade_analyses(frame)
 
 
 @bottleneck_app.command("collect")

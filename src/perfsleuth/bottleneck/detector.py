@@ -34,10 +34,10 @@ from perfsleuth.bottleneck.explain import bottleneck_finding, upgrade_finding
 from perfsleuth.bottleneck.importers import to_model_counters
 from perfsleuth.bottleneck.infer import Inference, infer
 from perfsleuth.bottleneck.model import Model, load_model
-from perfsleuth.bottleneck.upgrades import analyse_upgrades, load_catalogue
+from perfsleuth.bottleneck.upgrades import UpgradeAnalysis, analyse_upgrades, load_catalogue
 from perfsleuth.config import Duration
 from perfsleuth.detectors.base import PARAMS
-from perfsleuth.errors import DataError
+from perfsleuth.errors import ConfigError, DataError
 from perfsleuth.findings import Finding
 from perfsleuth.frames import coverage_of, normalise
 
@@ -199,6 +199,26 @@ class BottleneckDetector:
         """One inference on the mean counters of ``windows`` (sample-weighted)."""
         model, errors = load_setup(self.model, self.calibration, self.error_model)
         return self._episode_inference(windows, model, errors)
+
+    def upgrade_analyses(self, frame: pd.DataFrame) -> dict[str, UpgradeAnalysis]:
+        """Upgrade analysis of each entity's whole period (needs ``upgrades``), for reports."""
+        if not self.upgrades:
+            raise ConfigError("upgrade analysis needs an upgrades catalogue (upgrades = FILE)")
+        model, _ = load_setup(self.model, self.calibration, self.error_model)
+        catalogue = load_catalogue(self.upgrades, model)
+        windows = self.analyse(frame)
+        out: dict[str, UpgradeAnalysis] = {}
+        for entity in sorted({w.entity for w in windows}):
+            whole = self.overall([w for w in windows if w.entity == entity])
+            out[entity] = analyse_upgrades(
+                model,
+                whole.w,
+                catalogue,
+                inputs=whole.inputs,
+                target=self.target or None,
+                target_factor=self.target_factor or None,
+            )
+        return out
 
     # -- internals --------------------------------------------------------------------------
 
