@@ -21,8 +21,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from perfsleuth.bottleneck.infer import infer  # noqa: E402
-from perfsleuth.bottleneck.model import load_model  # noqa: E402
+from perfsleuth.bottleneck.kernels.infer import infer  # noqa: E402
+from perfsleuth.bottleneck.kernels.model import load_model  # noqa: E402
 from perfsleuth.datasets.counters import SCENARIOS, simulate_scenario  # noqa: E402
 
 TARGET_MS = 50.0

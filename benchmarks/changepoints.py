@@ -7,7 +7,7 @@ Both run on the same seeded piecewise-constant series (a few level shifts of 3�
 noise). ruptures is run twice: with the true number of breaks (``n_bkps=k``, an oracle it is
 given for free) and with the usual BIC-like penalty ``pen = σ² log n`` (σ² estimated from first
 differences, as a user without the truth would). ruptures gets ``jump=1, min_size=5`` so that
-it searches every split with our ``min_segment=5`` (its default ``jump=5`` only tries multiples of
+it searches every split with our ``min_size=5`` (its default ``jump=5`` only tries multiples of
 5, which is faster but cannot return the same points). ruptures returns segment *ends* (the first
 index of the next segment, plus n at the end); they are converted to our convention (0-based
 index of the first observation of each new segment) before comparison.
@@ -29,7 +29,7 @@ from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from perfsleuth.stats.changepoint import find_change_points  # noqa: E402
+from perfsleuth.changepoints.kernels.search import find_change_points  # noqa: E402
 
 
 def piecewise(n: int, k: int, seed: int) -> tuple[np.ndarray, tuple[int, ...]]:

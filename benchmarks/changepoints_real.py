@@ -13,7 +13,7 @@ Every method uses the same settings on every series (no per-series tuning):
   keyword sets in :data:`PERFSLEUTH_VARIANTS`, or any callable in :data:`EXTRA_METHODS`) are run
   when they accept a probe series and listed as unavailable when they raise ``TypeError``.
 * ``binseg-l2`` / ``pelt-l2`` — ruptures ``Binseg(model="l2")`` and ``Pelt(model="l2")`` with
-  ``min_size=5`` (perfsleuth's ``min_segment``) and ``jump=1`` (every split is a candidate),
+  ``min_size=5`` (perfsleuth's ``min_size``) and ``jump=1`` (every split is a candidate),
   with the usual penalties for a mean shift in Gaussian noise: ``σ̂² ln n`` (SIC/BIC, one
   parameter per change) and ``2 σ̂² ln n`` (BIC counting location and level); σ̂ is estimated
   robustly from first differences, ``1.4826 · MAD(diff) / √2``, which level shifts hardly move.
@@ -55,7 +55,7 @@ FloatArray = npt.NDArray[np.float64]
 Detector = Callable[[FloatArray], Sequence[int]]
 
 DATA = Path(__file__).resolve().parent / "data" / "changepoints"
-MIN_SIZE = 5  # perfsleuth's default min_segment, given to ruptures too
+MIN_SIZE = 5  # perfsleuth's default min_size, given to ruptures too
 RBF_PENALTY = 10.0
 STRUCTURES = ("none", "cycle", "trend", "outliers")
 

@@ -25,7 +25,7 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from perfsleuth.stats.mixmodel import fit_mix_model  # noqa: E402
+from perfsleuth.workload.kernels import fit_mix_model  # noqa: E402
 
 TARGETS = {(9_130, 96): 1.0, (100_000, 100): 20.0}
 

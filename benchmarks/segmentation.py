@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from perfsleuth.stats.segmentation import segment_regression
+from perfsleuth.segments.kernels.segmentation import segment_regression
 
 COLUMNS = 15
 
@@ -109,13 +109,13 @@ def main(argv: list[str] | None = None) -> int:
         note = f"truth {truth}"
         if target is not None:
             note += f"; target ≤ {target:g} s " + ("met" if ours <= target else "MISSED")
-        found_text = str(list(seg.breakpoints))
+        found_text = str(list(seg.indices))
         print(row.format(m, f"{ours:.2f} s", seg.nnls_solves, found_text, "", "", note))
         # a per-segment penalty that puts an SSE cost on the same footing: 2 σ² p ln M
-        sigma2 = float(np.median(np.asarray(seg.sse) / np.diff([0, *seg.ends])))
+        sigma2 = float(np.median(np.asarray(seg.sse) / np.diff([0, *seg.stops])))
         peers = [("Pelt(linear)", "pelt", 2 * sigma2 * COLUMNS * np.log(m))]
         if m <= 2000:
-            peers.append(("Dynp(linear)", "dynp", float(len(seg.breakpoints))))
+            peers.append(("Dynp(linear)", "dynp", float(len(seg.indices))))
         for label, kind, arg in peers:
             seconds, found = run_peer(kind, design, y, arg, args.peer_limit)
             if seconds is None:

@@ -22,12 +22,15 @@ import sys
 import time
 from pathlib import Path
 
-from perfsleuth.bottleneck.calibration import apply_profile, load_profile
-from perfsleuth.bottleneck.errormodel import ErrorModel
 from perfsleuth.bottleneck.explain import explain
+from perfsleuth.bottleneck.kernels.calibration import apply_profile, load_profile
+from perfsleuth.bottleneck.kernels.errormodel import ErrorModel
+from perfsleuth.bottleneck.kernels.model import load_model
 from perfsleuth.bottleneck.measure import Plan, calibrate, machine_busy
-from perfsleuth.bottleneck.model import load_model
-from perfsleuth.bottleneck.scenarios import Outcome, confusion, run_scenarios
+
+# the scenarios are a test harness (tests/support), not part of the library
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.bottleneck_scenarios import Outcome, confusion, run_scenarios
 
 
 def _record(o: Outcome) -> dict[str, object]:

@@ -36,7 +36,7 @@ When allowed (root), the experiment runs at nice −5, and the server, pgbench a
 it, so that other busy processes on a shared host disturb it less; the per-process CPU samples
 are kept in ``cpu_samples.csv``.
 
-The script runs perfsleuth's ``workload_segments`` detector with the paper's ``allowed_error``
+The script runs perfsleuth's segments family with the paper's ``allowed_error``
 (3%), ``min_windows`` 6 in the short version (its phases are only 12 windows long) and
 ``min_change`` 0.2: on a small machine shared with other work, contention stretches the
 latencies of short transactions by tens of percent more than ``1 − U`` accounts for, so a
@@ -90,7 +90,10 @@ import pandas as pd
 from perfsleuth.errors import PerfsleuthError
 from perfsleuth.findings import Finding, Kind, write_jsonl
 from perfsleuth.sources.pgbench import read_pgbench
-from perfsleuth.sources.postgres import PostgresServer, temporary_postgres
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
+from tests.support.postgres import PostgresServer, temporary_postgres
+
 from perfsleuth.sources.transactions import window_seconds
 
 log = logging.getLogger("cherkasova_experiment")
@@ -597,9 +600,9 @@ def analyse(
     min_windows: int | None,
     min_change: float,
 ) -> dict[str, object]:
-    from perfsleuth.detectors.segments import SegmentDetector
     from perfsleuth.report import write_html
-    from perfsleuth.report.segments import segments_section
+    from perfsleuth.segments.detector import SegmentDetector
+    from perfsleuth.segments.report import section
 
     detector = SegmentDetector(
         allowed_error=allowed_error,
@@ -615,7 +618,7 @@ def analyse(
     write_html(
         out / "report.html",
         findings,
-        sections=[segments_section(frame, detector=detector, analysis=analysis)],
+        sections=[section(analysis)],
         title="perfsleuth: Cherkasova et al. experiment on PostgreSQL",
     )
     return result

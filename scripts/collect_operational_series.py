@@ -78,7 +78,9 @@ import numpy.typing as npt
 
 from perfsleuth.errors import PerfsleuthError, SourceError
 from perfsleuth.sources.pgbench import read_pgbench
-from perfsleuth.sources.postgres import PostgresServer, temporary_postgres
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
+from tests.support.postgres import PostgresServer, temporary_postgres
 
 log = logging.getLogger("collect_operational_series")
 

@@ -1,6 +1,6 @@
-"""Build the shipped FPA tables: ``src/perfsleuth/stats/data/fpa_table.npz`` (one column) and
-``fpa_table_d{k}.npz`` (k columns searched jointly); see ``perfsleuth.stats.fpa`` for what a
-table holds and how it is extrapolated.
+"""Build the shipped FPA tables: ``src/perfsleuth/changepoints/kernels/data/fpa_table.npz``
+(one column) and ``fpa_table_d{k}.npz`` (k columns searched jointly); see
+``perfsleuth.changepoints.kernels.fpa`` for what a table holds and how it is extrapolated.
 
     .venv/bin/python scripts/make_fpa_table.py            # the 1-D table (~12 min, 1 core)
     .venv/bin/python scripts/make_fpa_table.py --dims 4   # the 4-column table (cheaper plan)
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsleuth.stats.fpa import (
+from perfsleuth.changepoints.kernels.fpa import (
     DIMS_GRID,
-    MIN_SEGMENT_GRID,
+    MIN_SIZE_GRID,
     PHI_GRID,
     TAIL_PROB_GRID,
     build_table,
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     work = sum(n * plan.reps_for(n) for n in simulated) * len(PHI_GRID) * args.dims
     print(
         f"dims: {args.dims}; n grid: {len(n_grid)} lengths {n_grid[0]}..{n_grid[-1]}; simulated "
-        f"up to {simulated[-1]}; phi: {len(PHI_GRID)} values; min_segment: {MIN_SEGMENT_GRID}; "
+        f"up to {simulated[-1]}; phi: {len(PHI_GRID)} values; min_size: {MIN_SIZE_GRID}; "
         f"tail probabilities: {len(TAIL_PROB_GRID)}; {work:.3g} simulated observations",
         file=sys.stderr,
     )
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     table = build_table(
         n_grid=n_grid,
         phi_grid=PHI_GRID,
-        min_segments=MIN_SEGMENT_GRID,
+        min_sizes=MIN_SIZE_GRID,
         tail_probs=TAIL_PROB_GRID,
         reps=plan.reps_for,
         seed=args.seed,

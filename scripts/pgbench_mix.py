@@ -48,7 +48,10 @@ import pandas as pd
 
 from perfsleuth.errors import PerfsleuthError
 from perfsleuth.sources.pgbench import read_pgbench
-from perfsleuth.sources.postgres import PostgresServer, temporary_postgres
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support
+from tests.support.postgres import PostgresServer, temporary_postgres
+
 from perfsleuth.sources.transactions import Transactions, window_seconds
 
 log = logging.getLogger("pgbench_mix")
@@ -357,9 +360,9 @@ def summary(tx: Transactions, frame: pd.DataFrame, runs: list[PhaseRun]) -> str:
 def _fit_note(frame: pd.DataFrame) -> str:
     """NAE of the Kelly model (LAR and OLS) when perfsleuth has it (issue 4, built in parallel)."""
     try:
-        from perfsleuth.stats.mixmodel import fit_mix_model
+        from perfsleuth.workload.kernels import fit_mix_model
     except ImportError:
-        return "(perfsleuth.stats.mixmodel.fit_mix_model not available: no model fit)"
+        return "(perfsleuth.workload.kernels.fit_mix_model not available: no model fit)"
     from perfsleuth.frames import workload_types
 
     types = workload_types(frame)

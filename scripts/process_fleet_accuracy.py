@@ -16,8 +16,8 @@ import sys
 import time
 
 from perfsleuth.datasets.fleet import score, simulate_fleet
-from perfsleuth.process.rules import DEFAULT_RULES
-from perfsleuth.process.scanner import scan
+from perfsleuth.processes.rules import DEFAULT_RULES
+from perfsleuth.processes.scanner import scan
 
 _COLUMNS = (("truth", 7), ("found", 7), ("hits", 7), ("precision", 11), ("recall", 8))
 

@@ -31,7 +31,7 @@ How this follows the paper's simulation (§3, §4.1):
 * A false positive / detection is the first (top-level) test of FindChangePoints rejecting H0 at
   α = .05 (``max_depth=0``; with no change only this test can create the first point, and every
   test is at α as in the paper, ``alpha_spending="none"``). The candidate for (c) is Fisher's
-  optimal 2-partition of the whole series (``min_segment=5``), significant or not.
+  optimal 2-partition of the whole series (``min_size=5``), significant or not.
 
 Run: .venv/bin/python scripts/reproduce_berry_hellerstein.py --out /tmp/bh [--reps R] [--quick]
 """
@@ -47,8 +47,8 @@ from pathlib import Path
 
 import numpy as np
 
+from perfsleuth.changepoints.kernels.search import find_change_points, two_partition
 from perfsleuth.datasets import simulate_mm1
-from perfsleuth.stats.changepoint import find_change_points, two_partition
 
 ALPHA = 0.05
 WARMUP = 60_000  # the paper's initial transient
@@ -133,7 +133,7 @@ def power_and_accuracy(n: int, rho: float, delta_rho: float, reps: int, metrics=
         sim = run(n, rho, delta_rho, _seed(2, n, rho, delta_rho, r))
         for k in metrics:
             hits[k] += rejects(np.asarray(getattr(sim, k), dtype=float), "fpa")
-        split = two_partition(sim.response, min_segment=5)
+        split = two_partition(sim.response, min_size=5)
         fhat.append((n - split.index) / n)
     return {k: Rate(h, reps) for k, h in hits.items()}, np.asarray(fhat)
 

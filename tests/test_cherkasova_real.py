@@ -19,7 +19,7 @@ import pytest
 
 from perfsleuth.errors import PerfsleuthError
 from perfsleuth.findings import Kind, read_jsonl
-from perfsleuth.sources.postgres import find_postgres_bindir
+from tests.support.postgres import find_postgres_bindir
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

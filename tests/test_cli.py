@@ -177,7 +177,7 @@ def test_missing_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_config_check_and_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = tmp_path / "good.toml"
-    good.write_text("[detectors.changepoint]\nalpha = 0.01\n")
+    good.write_text("[detectors.changepoints]\nalpha = 0.01\n")
     code, out, _ = run(capsys, "config", "check", str(good))
     assert code == 0 and "ok" in out
     bad = tmp_path / "bad.toml"

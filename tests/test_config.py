@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from perfsleuth.config import Duration, config_schema, format_duration, load_config, parse_duration
+from perfsleuth.config import config_schema, load_config
+from perfsleuth.durations import Duration, format_duration, parse_duration
 from perfsleuth.errors import ConfigError
 
 
@@ -68,11 +69,12 @@ path = "x.duckdb"
 path = "rt.csv"
 columns = { ts = "time" }
 
-[detectors.changepoint]
+[detectors.changepoints]
 alpha = 0.01
 """,
         )
     )
+    assert config.detectors.changepoints.alpha == 0.01
     assert config.store.path == Path("x.duckdb")
     assert config.sources[0].columns == {"ts": "time"}
 
@@ -80,10 +82,10 @@ alpha = 0.01
 @pytest.mark.parametrize(
     ("text", "pattern"),
     [
-        ("[store]\npth = 'x'\n", r"perfsleuth\.toml: store\.pth: Extra inputs are not permitted"),
+        ("[store]\npth = 'x'\n", r"perfsleuth\.toml:2: store\.pth: Extra inputs are not permitted"),
         ("[[sources]]\npath = 'a'\ncontract = 'nope'\n", r"sources\.0\.contract"),
-        ("[detectors.nope]\n", r"unknown detector 'nope'"),
-        ("[detectors.changepoint]\nalpha = 'high'\n", r"detectors\.changepoint: alpha"),
+        ("[detectors.nope]\n", r"detectors\.nope: Extra inputs are not permitted"),
+        ("[detectors.changepoints]\nalpha = 'high'\n", r"toml:2: detectors\.changepoints\.alpha"),
         ("[store\n", r"not valid TOML"),
     ],
 )

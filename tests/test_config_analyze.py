@@ -10,15 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from perfsleuth.cli import app, main
-from perfsleuth.config import (
-    FileSource,
-    PrometheusSource,
-    StoreSource,
-    config_schema,
-    load_config,
-    notify_settings,
-)
+from perfsleuth.config import config_schema, load_config
 from perfsleuth.errors import ConfigError
+from perfsleuth.sources.specs import FileSource, PrometheusSource, StoreSource
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "perfsleuth.toml"
 
@@ -57,8 +51,10 @@ contract = "process"
 range = "1d"
 
 [analyze]
-families = ["changepoint", "process"]
-skip = ["hum"]
+families = ["changepoints", "processes"]
+
+[detectors.processes]
+checks = ["cpu_loop", "memory_ramp"]
 
 [watch]
 every = "30s"
@@ -75,22 +71,23 @@ tickets = "tickets"
     assert isinstance(counters, PrometheusSource) and counters.range == timedelta(minutes=30)
     assert isinstance(workload, PrometheusSource) and workload.contract == "workload"
     assert isinstance(stored, StoreSource) and stored.range == timedelta(days=1)
-    assert config.analyze.families == ["changepoint", "process"]
+    assert config.analyze.families == ["changepoints", "processes"]
+    assert config.detectors.processes.checks == ("cpu_loop", "memory_ramp")
     assert config.watch.every == timedelta(seconds=30)
-    settings = notify_settings(config)
+    settings = config.notify
     assert settings is not None and settings.recipients == ("ops@example.com",)
 
 
 def test_defaults_keep_old_configs_working(tmp_path: Path) -> None:
     config = load_config(_write(tmp_path, "[[sources]]\npath = 'a.csv'\n"))
     assert config.analyze.families == [
-        "changepoint",
-        "workload_mix",
-        "workload_segments",
-        "process",
+        "changepoints",
+        "workload",
+        "segments",
+        "processes",
         "bottleneck",
     ]
-    assert config.notify is None and notify_settings(config) is None
+    assert config.notify is None
     assert config.watch.grace is None
 
 
@@ -114,15 +111,23 @@ def test_defaults_keep_old_configs_working(tmp_path: Path) -> None:
             r"sources\.0\.metric: a workload source needs",
         ),
         ("[[sources]]\nkind = 'store'\nrnge = '1h'\n", r"sources\.0\.rnge: Extra inputs"),
-        ("[[sources]]\nkind = 'kafka'\n", r"sources\.0: kind: expected 'file', 'prometheus'"),
-        ("[analyze]\nfamilies = ['changepoints']\n", r"analyze\.families\.0: "),
-        ("[analyze]\nskip = ['humm']\n", r"analyze\.skip\.0: unknown detector 'humm'"),
+        (
+            "[[sources]]\nkind = 'kafka'\n",
+            r"sources\.0: kind: expected one of 'file', 'prometheus'",
+        ),
+        ("[analyze]\nfamilies = ['changepoint']\n", r"analyze\.families\.0: .*now 'changepoints'"),
+        ("[analyze]\nskip = ['humm']\n", r"analyze\.skip: removed; list the families"),
         ("[watch]\nevery = 'often'\n", r"watch\.every: "),
-        ("[notify]\nsmtp_port = 0\n", r"perfsleuth\.toml: notify\.smtp_port: "),
+        ("[notify]\nsmtp_port = 0\n", r"perfsleuth\.toml:2: notify\.smtp_port: "),
         ("[notify]\nrecipent = ['a']\n", r"notify\.recipent: Extra inputs"),
         (
-            "[analyze]\nfamilies = ['changepoint']\n[detectors.hum]\n",
-            r"detectors\.hum: its family 'process' is not in analyze\.families",
+            "[analyze]\nfamilies = ['changepoints']\n[detectors.processes]\n",
+            r"detectors\.processes: the family 'processes' is not in analyze\.families",
+        ),
+        ("[detectors.hum]\n", r"detectors\.hum: now \[detectors\.processes\]"),
+        (
+            "[detectors.changepoints]\nalpa = 1\n",
+            r"perfsleuth\.toml:2: detectors\.changepoints\.alpa",
         ),
     ],
 )
@@ -154,10 +159,10 @@ def test_schema_covers_sources_sections_and_notify() -> None:
     assert "smtp_host" in text  # [notify] typed in the schema for editors
     families = schema["$defs"]["AnalyzeSection"]["properties"]["families"]["items"]
     assert set(families["enum"]) == {
-        "changepoint",
-        "workload_mix",
-        "workload_segments",
-        "process",
+        "changepoints",
+        "workload",
+        "segments",
+        "processes",
         "bottleneck",
     }
 

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from perfsleuth.demo import DemoResult, demo_data, run_demo
+from perfsleuth.demo import demo_data, run_demo
 from perfsleuth.findings import Kind
-from perfsleuth.report._common import FAMILIES, family_of
+from perfsleuth.frames import coverage_of
+from perfsleuth.report.common import FAMILIES, family_of
+from perfsleuth.run import RunResult
 from perfsleuth.store import Store
 from tests.support.chromium import body_tag, browse
 from tests.test_report import figures
@@ -18,24 +20,24 @@ FAMILY_KEYS = list(FAMILIES)
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
+def demo(tmp_path_factory: pytest.TempPathFactory) -> RunResult:
     folder = tmp_path_factory.mktemp("demo")
     return run_demo(folder / "out", folder / "s.duckdb")
 
 
-def test_every_family_finds_what_was_planted(demo: DemoResult) -> None:
+def test_every_family_finds_what_was_planted(demo: RunResult) -> None:
     by_family: dict[str, set[tuple[Kind, str]]] = {k: set() for k in FAMILY_KEYS}
     for f in demo.findings:
         by_family[family_of(f)].add((f.kind, f.entity.split("/")[0]))
-    assert {e for _, e in by_family["changepoint"]} == {"checkout", "search"}  # not inventory
-    assert {k for k, _ in by_family["workload_mix"]} == {Kind.WORKLOAD_ANOMALY}
-    assert {e for _, e in by_family["workload_mix"]} == {"webshop"}
-    assert {k for k, _ in by_family["workload_segments"]} == {
+    assert {e for _, e in by_family["changepoints"]} == {"checkout", "search"}  # not inventory
+    assert {k for k, _ in by_family["workload"]} == {Kind.WORKLOAD_ANOMALY}
+    assert {e for _, e in by_family["workload"]} == {"webshop"}
+    assert {k for k, _ in by_family["segments"]} == {
         Kind.WORKLOAD_ANOMALY,
         Kind.WORKLOAD_CHANGE,
         Kind.APPLICATION_CHANGE,
     }
-    assert {k for k, _ in by_family["process"]} == {
+    assert {k for k, _ in by_family["processes"]} == {
         Kind.CPU_LOOP,
         Kind.CONSTRAINED_LOOP,
         Kind.HUM,
@@ -53,8 +55,9 @@ def test_every_family_finds_what_was_planted(demo: DemoResult) -> None:
     assert {f.entity for f in demo.findings if f.kind is Kind.UPGRADE} == set(bottlenecks)
 
 
-def test_demo_report_has_a_block_and_a_section_per_family(demo: DemoResult) -> None:
-    assert demo.families == tuple(FAMILY_KEYS)
+def test_demo_report_has_a_block_and_a_section_per_family(demo: RunResult) -> None:
+    assert tuple(step.family for step in demo.steps) == tuple(FAMILY_KEYS)
+    assert demo.report is not None
     page = demo.report.read_text(encoding="utf-8")
     blocks = re.findall(r'<section class="family-block" id="family-(\w+)">', page)
     assert blocks == FAMILY_KEYS
@@ -68,13 +71,15 @@ def test_demo_report_has_a_block_and_a_section_per_family(demo: DemoResult) -> N
     assert len(rows) == len(FAMILY_KEYS)
     assert 'id="coverage"' in page
     coverage = page.split('id="coverage"', 1)[1]
-    for c in demo.coverage:
+    covered = [c for f in demo.loaded.frames.values() if (c := coverage_of(f)) is not None]
+    for c in covered:
         assert c.source in coverage
-    assert {c.contract for c in demo.coverage} == {"metric", "workload", "process", "counter"}
+    assert {c.contract for c in covered} == {"metric", "workload", "process", "counter"}
 
 
-def test_demo_stores_everything(demo: DemoResult) -> None:
-    with Store(demo.store, read_only=True) as store:
+def test_demo_stores_everything(demo: RunResult) -> None:
+    assert demo.report is not None
+    with Store(demo.report.parent.parent / "s.duckdb", read_only=True) as store:
         assert len(store.findings()) == len(demo.findings)
         assert len(store.read_frame("process")) > 0
         assert len(store.read_frame("counter")) > 0
@@ -93,8 +98,9 @@ def test_families_share_one_calendar() -> None:
 
 @pytest.mark.integration
 def test_demo_report_renders_in_chromium_without_console_errors(
-    demo: DemoResult, tmp_path: Path
+    demo: RunResult, tmp_path: Path
 ) -> None:
+    assert demo.report is not None
     dom, console = browse(demo.report, tmp_path)
     body = body_tag(dom)
     expected = re.search(r'data-plots-expected="(\d+)"', body)

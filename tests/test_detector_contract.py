@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 import tomli_w
 
+from perfsleuth.analysis import Analysis, Detector, Summary, params_of
 from perfsleuth.demo import demo_frames
-from perfsleuth.detectors.base import Detector, params_of
 from perfsleuth.errors import ConfigError, DataError, NotEnoughDataError
+from perfsleuth.families import create, family, names
 from perfsleuth.findings import Finding
-from perfsleuth.registry import create, detector_class, names
 
 
 def _metric_sample() -> pd.DataFrame:
@@ -69,8 +69,22 @@ def _sample(detector: Detector) -> pd.DataFrame:
 def test_every_detector_is_registered_lazily() -> None:
     assert DETECTORS, "no detector is registered"
     for name in DETECTORS:
-        cls = detector_class(name)
+        cls = family(name).detector_class()
         assert cls.name == name
+        assert cls.contract == family(name).contract
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_analyse_holds_the_findings_and_summarises_them(name: str) -> None:
+    detector = create(name)
+    frame = _sample(detector)
+    analysis = detector.analyse(frame)
+    assert isinstance(analysis, Analysis)
+    assert list(analysis.findings) == detector.detect(frame)
+    summary = analysis.summary()
+    assert isinstance(summary, Summary) and summary.text.strip() and summary.html.strip()
+    section = family(name).render(analysis)
+    assert section.family == name
 
 
 @pytest.mark.parametrize("name", DETECTORS)
@@ -91,7 +105,7 @@ def test_findings_are_well_formed_and_deterministic(name: str) -> None:
     for finding in first:
         assert isinstance(finding, Finding)
         assert finding.start <= finding.end
-        assert finding.detector == name
+        assert finding.detector in family(name).checks
         assert finding.explanation.strip()
 
 

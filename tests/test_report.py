@@ -578,26 +578,26 @@ def test_family_sections_open_their_block_before_its_findings() -> None:
     found = _families_findings()
     parts = [
         Section("Loose part", intro="no family"),
-        Section("Process plots", intro="graphs", family="process"),
-        Section("Quiet family", intro="no findings here", family="changepoint"),
+        Section("Process plots", intro="graphs", family="processes"),
+        Section("Quiet family", intro="no findings here", family="changepoints"),
     ]
     page = render_html(found[1:], sections=parts)  # no change-point finding
     blocks = re.findall(r'<section class="family-block" id="family-(\w+)">', page)
     assert blocks == [
-        "changepoint",
-        "workload_mix",
-        "workload_segments",
-        "process",
+        "changepoints",
+        "workload",
+        "segments",
+        "processes",
         "bottleneck",
     ]
-    process = page.split('id="family-process"', 1)[1].split('class="family-block"', 1)[0]
+    process = page.split('id="family-processes"', 1)[1].split('class="family-block"', 1)[0]
     assert process.index("Process plots") < process.index("node1/java[42]")
-    quiet = page.split('id="family-changepoint"', 1)[1].split('class="family-block"', 1)[0]
+    quiet = page.split('id="family-changepoints"', 1)[1].split('class="family-block"', 1)[0]
     assert "No findings in this family." in quiet
     # a section without a family comes after the blocks
     assert page.index('id="family-bottleneck"') < page.index("Loose part")
     with pytest.raises(ValueError, match="unknown family 'gpu'"):
-        Section("x", family="gpu")
+        render_html([], sections=[Section("x", family="gpu")])
 
 
 def test_coverage_lists_rejected_lines_escaped() -> None:

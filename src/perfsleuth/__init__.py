@@ -12,11 +12,21 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "find_change_points": "perfsleuth.stats.changepoint",
-    "ChangePoints": "perfsleuth.stats.changepoint",
-    "fit_mix_model": "perfsleuth.stats.mixmodel",
-    "MixFit": "perfsleuth.stats.mixmodel",
-    "diagnose": "perfsleuth.diagnose",
+    "find_change_points": "perfsleuth.changepoints.kernels.search",
+    "ChangePoints": "perfsleuth.changepoints.kernels.search",
+    "fit_mix_model": "perfsleuth.workload.kernels",
+    "MixFit": "perfsleuth.workload.kernels",
+    "ChangePointDetector": "perfsleuth.changepoints.detector",
+    "MixAnomalyDetector": "perfsleuth.workload.detector",
+    "SegmentDetector": "perfsleuth.segments.detector",
+    "ProcessDetector": "perfsleuth.processes.detector",
+    "BottleneckDetector": "perfsleuth.bottleneck.detector",
+    "diagnose": "perfsleuth.run",
+    "run": "perfsleuth.run",
+    "Plan": "perfsleuth.run",
+    "Input": "perfsleuth.run",
+    "Step": "perfsleuth.run",
+    "Outputs": "perfsleuth.run",
     "Finding": "perfsleuth.findings",
     "Evidence": "perfsleuth.findings",
     "Kind": "perfsleuth.findings",
@@ -28,30 +38,45 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "BottleneckDetector",
+    "ChangePointDetector",
     "ChangePoints",
     "Evidence",
     "Finding",
+    "Input",
     "Kind",
+    "MixAnomalyDetector",
     "MixFit",
+    "Outputs",
     "PerfsleuthError",
+    "Plan",
+    "ProcessDetector",
+    "SegmentDetector",
     "Severity",
+    "Step",
     "Store",
     "diagnose",
     "find_change_points",
     "fit_mix_model",
     "normalise",
     "read_frame",
+    "run",
 ]
 
 if TYPE_CHECKING:
-    from perfsleuth.diagnose import diagnose
+    from perfsleuth.bottleneck.detector import BottleneckDetector
+    from perfsleuth.changepoints.detector import ChangePointDetector
+    from perfsleuth.changepoints.kernels.search import ChangePoints, find_change_points
     from perfsleuth.errors import PerfsleuthError
     from perfsleuth.findings import Evidence, Finding, Kind, Severity
     from perfsleuth.frames import normalise
+    from perfsleuth.processes.detector import ProcessDetector
+    from perfsleuth.run import Input, Outputs, Plan, Step, diagnose, run
+    from perfsleuth.segments.detector import SegmentDetector
     from perfsleuth.sources.files import read_frame
-    from perfsleuth.stats.changepoint import ChangePoints, find_change_points
-    from perfsleuth.stats.mixmodel import MixFit, fit_mix_model
     from perfsleuth.store import Store
+    from perfsleuth.workload.detector import MixAnomalyDetector
+    from perfsleuth.workload.kernels import MixFit, fit_mix_model
 
 
 def __getattr__(name: str) -> Any:

@@ -1,7 +1,8 @@
 """``perfsleuth demo``: every detector family on seeded data, end to end.
 
 Nothing touches the network: data come from :mod:`perfsleuth.datasets`, go through the same
-frame validation, store, detectors, report and JSON-lines output that real data do. The five
+frame validation, run path (:mod:`perfsleuth.run`), store, report and JSON-lines output that real
+data do. The five
 families share one calendar (2024-05-01 to 2024-05-04 UTC), so the report's timeline reads as
 the story of one estate:
 
@@ -32,15 +33,13 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from perfsleuth.datasets import simulate_mm1, transaction_scenario
-from perfsleuth.findings import Finding, ordered, write_jsonl
-from perfsleuth.frames import Coverage, coverage_of, normalise
-from perfsleuth.store import Store
+from perfsleuth.frames import normalise
+from perfsleuth.run import Input, Outputs, Plan, RunResult, Step, run
 
 if TYPE_CHECKING:
-    from perfsleuth.process.rules import ProcessRules
-    from perfsleuth.report.html import Section
+    from perfsleuth.processes.rules import ProcessRules
 
-__all__ = ["DemoData", "DemoResult", "demo_data", "demo_frames", "run_demo"]
+__all__ = ["DemoData", "demo_data", "demo_frames", "demo_plan", "run_demo"]
 
 START = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 BOOKSTORE_START = datetime(2024, 5, 2, 6, 0, tzinfo=UTC)
@@ -53,17 +52,6 @@ COUNTER_HOSTS: tuple[tuple[str, str], ...] = (
     ("web-1", "cpu"),
     ("cache-1", "memory"),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class DemoResult:
-    findings: list[Finding]
-    report: Path
-    jsonl: Path
-    store: Path
-    coverage: tuple[Coverage, ...]
-    families: tuple[str, ...] = ()
-    """Family of each report section, in page order (``perfsleuth.report._common.FAMILIES``)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -154,80 +142,42 @@ def demo_frames(seed: int = 7) -> dict[str, pd.DataFrame]:
     }
 
 
-def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> DemoResult:
-    """Simulate, store, detect, and write ``report.html`` and ``findings.jsonl`` to ``out_dir``.
-
-    Each family runs on its own data with the parameters its CLI command would use; the
-    report has a section per family (in :data:`perfsleuth.report._common.FAMILIES` order).
-    """
+def demo_plan(out_dir: Path, store_path: Path, *, seed: int = 7) -> Plan:
+    """Every family on its own seeded data, with the parameters its command would use: the
+    store, ``report.html`` and ``findings.jsonl`` in ``out_dir``."""
     from perfsleuth.bottleneck.detector import BottleneckDetector
-    from perfsleuth.detectors.segments import SegmentDetector
-    from perfsleuth.detectors.workload import MixAnomalyDetector
-    from perfsleuth.process.scanner import scan
-    from perfsleuth.registry import create
-    from perfsleuth.report import changepoint_section, workload_section, write_html
-    from perfsleuth.report.bottleneck import bottleneck_section
-    from perfsleuth.report.process import process_section
-    from perfsleuth.report.segments import segments_section
+    from perfsleuth.changepoints.detector import ChangePointDetector
+    from perfsleuth.processes.detector import ProcessDetector
+    from perfsleuth.segments.detector import SegmentDetector
+    from perfsleuth.workload.detector import MixAnomalyDetector
 
     data = demo_data(seed)
-    changepoint = create("changepoint")
-    mix = MixAnomalyDetector(entity="webshop")
-    segments = SegmentDetector(entity="bookstore")
-    bottleneck = BottleneckDetector(upgrades=str(_upgrade_catalogue()), target_factor=2.0)
-    analysis = segments.analyse(data.bookstore)
-    found = {
-        "changepoint": changepoint.detect(data.metric),
-        "workload_mix": mix.detect(data.webshop),
-        "workload_segments": list(analysis.findings),
-        "process": scan(data.processes, data.rules),
-        "bottleneck": bottleneck.detect(data.counters),
-    }
-    findings = ordered(f for family in found.values() for f in family)
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with Store(store_path) as store:
-        run_id = store.begin_run("perfsleuth demo")
-        store.write_frame(data.metric, "metric", source="demo")
-        store.write_frame(data.webshop, "workload", source="webshop")
-        store.write_frame(data.bookstore, "workload", source="bookstore")
-        store.write_frame(data.processes, "process", source="demo")
-        store.write_frame(
-            data.processes[["node", "ncpu", "os"]].drop_duplicates("node"), "node", source="demo"
-        )
-        store.write_frame(data.counters, "counter", source="demo")
-        store.write_findings(findings, run_id=run_id)
-        store.finish_run(run_id, status="ok", n_findings=len(findings))
-
-    frames = (data.metric, data.webshop, data.bookstore, data.processes, data.counters)
-    coverage = tuple(c for f in frames if (c := coverage_of(f)) is not None)
-    sections: list[Section] = [
-        changepoint_section(data.metric),
-        workload_section(data.webshop, detector=mix),
-        segments_section(data.bookstore, detector=segments, analysis=analysis),
-        process_section(data.processes, found["process"], rules=data.rules, max_plots=8),
-        bottleneck_section(
-            data.counters, detector=bottleneck, upgrades=bottleneck.upgrade_analyses(data.counters)
-        ),
-    ]
-    report = write_html(
-        out_dir / "report.html",
-        findings,
-        series=data.metric,
-        coverage=coverage,
-        sections=sections,
+    inputs = (
+        Input("metric", "metric", frame=data.metric, label="demo"),
+        Input("webshop", "workload", frame=data.webshop, label="webshop"),
+        Input("bookstore", "workload", frame=data.bookstore, label="bookstore"),
+        Input("process", "process", frame=data.processes, label="demo"),
+        Input("counter", "counter", frame=data.counters, label="demo"),
+    )
+    steps = (
+        Step(ChangePointDetector(), "metric"),
+        Step(MixAnomalyDetector(entity="webshop"), "webshop"),
+        Step(SegmentDetector(entity="bookstore"), "bookstore"),
+        Step(ProcessDetector(rules=data.rules), "process"),
+        Step(BottleneckDetector(upgrades=str(_upgrade_catalogue()), target_factor=2.0), "counter"),
+    )
+    outputs = Outputs(
+        store=store_path,
+        report=out_dir / "report.html",
+        jsonl=out_dir / "findings.jsonl",
         title="perfsleuth demo",
     )
-    jsonl = out_dir / "findings.jsonl"
-    jsonl.write_text(write_jsonl(findings), encoding="utf-8")
-    return DemoResult(
-        findings,
-        Path(report),
-        jsonl,
-        store_path,
-        coverage,
-        tuple(part.family for part in sections),
-    )
+    return Plan(inputs, steps, outputs, command="perfsleuth demo")
+
+
+def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> RunResult:
+    """Simulate, store, analyse, and write ``report.html`` and ``findings.jsonl``."""
+    return run(demo_plan(out_dir, store_path, seed=seed))
 
 
 def _upgrade_catalogue() -> Path:

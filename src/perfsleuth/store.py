@@ -386,7 +386,7 @@ class Store:
             _name_filter(where, params, "node", node)
             _name_filter(where, params, "name", name)
             sql = (
-                f"SELECT time, node, pid, name, \"user\", cpu, rss_bytes, {_OPTIONAL_PROCESS_SQL} "
+                f'SELECT time, node, pid, name, "user", cpu, rss_bytes, {_OPTIONAL_PROCESS_SQL} '
                 f"FROM processes {_where(where)} ORDER BY node, pid, name, time"
             )
             frame = _frame(con, sql, params)

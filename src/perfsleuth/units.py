@@ -5,7 +5,9 @@ Readers convert once, here, so detectors never guess whether a latency is in ms 
 
 from __future__ import annotations
 
-__all__ = ["BASE_UNITS", "to_base"]
+import math
+
+__all__ = ["BASE_UNITS", "format_quantity", "format_seconds", "to_base"]
 
 # unit (as users write it, lower-cased) -> (base unit, factor to multiply by)
 _FACTORS: dict[str, tuple[str, float]] = {
@@ -66,3 +68,52 @@ def to_base(unit: str) -> tuple[str, float]:
     if key not in _FACTORS:
         key = key.lower()
     return _FACTORS[key]
+
+
+# Printing values for people (the inverse direction: base units to readable text).
+
+
+def _number(value: float) -> str:
+    if value != 0.0 and abs(value) >= 1000.0:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+_TIME_UNITS = ((3600.0, "h"), (60.0, "min"), (1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+_BYTE_UNITS = ((2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"))
+
+
+def format_quantity(value: float, unit: str, *, like: float | None = None) -> str:
+    """``value`` (in a base unit) as a person reads it: 0.0121 s → "12.1 ms".
+
+    ``like`` picks the scale (so two values in one sentence share a unit); default ``value``.
+    """
+    ref = abs(value if like is None else like)
+    if unit == "s":
+        if ref >= 120.0:
+            factor, name = next(((f, u) for f, u in _TIME_UNITS if ref >= 2 * f), (1.0, "s"))
+        else:
+            factor, name = next(((f, u) for f, u in _TIME_UNITS[2:] if ref >= f), (1e-9, "ns"))
+        return f"{_number(value / factor)} {name}"
+    if unit == "bytes":
+        factor, name = next(((f, u) for f, u in _BYTE_UNITS if ref >= f), (1.0, "B"))
+        return f"{_number(value / factor)} {name}"
+    if unit == "fraction":
+        return f"{_number(100.0 * value)}%"
+    if unit in ("", "count"):
+        return _number(value)
+    if unit.startswith("/"):
+        return f"{_number(value)}{unit}"
+    return f"{_number(value)} {unit}"
+
+
+def format_seconds(value: float) -> str:
+    """Seconds per transaction as people read them: 0.0123 → "12.3 ms", 4.5e-5 → "45 µs"."""
+    if math.isnan(value):
+        return "n/a"
+    size = abs(value)
+    if size >= 1.0 or size == 0.0:
+        return f"{value:.3g} s"
+    if size >= 1e-3:
+        return f"{value * 1e3:.3g} ms"
+    return f"{value * 1e6:.3g} µs"

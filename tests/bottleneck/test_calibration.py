@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from perfsleuth.bottleneck import measure
-from perfsleuth.bottleneck.calibration import (
+from perfsleuth.bottleneck.kernels.calibration import (
     COSTS,
     Measurement,
     apply_profile,
@@ -18,7 +18,7 @@ from perfsleuth.bottleneck.calibration import (
     fit_service_time,
     load_profile,
 )
-from perfsleuth.bottleneck.model import load_model
+from perfsleuth.bottleneck.kernels.model import load_model
 from perfsleuth.errors import ConfigError, NotEnoughDataError
 
 MODEL = load_model()

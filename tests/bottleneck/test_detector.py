@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfsleuth.bottleneck.detector import BottleneckDetector
+from perfsleuth.analysis import Analysis
+from perfsleuth.bottleneck.detector import CHECK, BottleneckDetector
 from perfsleuth.datasets.counters import simulate_scenario
 from perfsleuth.errors import DataError
 from perfsleuth.findings import Kind, Severity
@@ -87,8 +88,71 @@ def test_unknown_counters_are_ignored_and_units_are_the_models() -> None:
 
 
 def test_analyse_returns_every_window() -> None:
-    windows = BottleneckDetector(window="30s").analyse(two_phases())
+    windows = BottleneckDetector(window="30s").analyse(two_phases()).windows
     assert len(windows) == 8
     assert [w.index for w in windows] == list(range(8))
     assert windows[0].inference.bottleneck == "disk"
     assert windows[-1].inference.bottleneck == "cpu"
+
+
+def test_the_analysis_holds_what_the_findings_rest_on() -> None:
+    frame = two_phases()
+    detector = BottleneckDetector(window="1m", upgrades=str(EXAMPLE), target_factor=1.2)
+    analysis = detector.analyse(frame)
+    assert isinstance(analysis, Analysis)
+    assert analysis.detector is detector
+    assert analysis.findings == tuple(detector.detect(frame))
+    assert all(f.detector == CHECK == "bottleneck" for f in analysis.findings)
+    (entity,) = analysis.entities
+    assert entity.entity == "db-1"
+    assert [e.bottleneck for e in entity.episodes] == ["disk", "cpu"]
+    assert [len(e.windows) for e in entity.episodes] == [2, 2]
+    # one bottleneck and one upgrade finding per episode, in episode order
+    assert [f.kind for f in analysis.findings] == [Kind.BOTTLENECK, Kind.UPGRADE] * 2
+    assert [f.metric for f in analysis.findings[::2]] == ["disk", "cpu"]
+    assert all(e.upgrades is not None for e in entity.episodes)
+    # the whole period: its own inference and upgrade analysis, for the report
+    assert set(analysis.overall) == set(analysis.upgrades) == {"db-1"}
+    assert entity.overall is not entity.episodes[0].inference
+    assert analysis.upgrades["db-1"].unit == "random reads"
+    assert analysis.model.name == "linux" and not analysis.calibrated
+    assert analysis.error_model.source == "model defaults"
+    assert analysis.entity("db-1") is entity
+
+
+def test_one_episode_over_the_whole_period_is_inferred_once() -> None:
+    frame = simulate_scenario("memory", seed=2, samples=24).frame
+    analysis = BottleneckDetector(upgrades=str(EXAMPLE), target_factor=1.2).analyse(frame)
+    (entity,) = analysis.entities
+    (episode,) = entity.episodes
+    assert episode.windows == entity.windows
+    assert entity.overall is episode.inference
+    assert entity.upgrades is episode.upgrades
+
+
+def test_summary_names_each_entitys_bottleneck_and_upgrade() -> None:
+    busy = simulate_scenario("rand_read", seed=4, samples=12, entity="<db>").frame
+    cpu = simulate_scenario("cpu", seed=4, samples=12, entity="web").frame
+    frame = pd.concat([busy, cpu], ignore_index=True)
+    analysis = BottleneckDetector(upgrades=str(EXAMPLE), target_factor=1.2).analyse(frame)
+    summary = analysis.summary()
+    lines = summary.text.splitlines()
+    assert lines[0].startswith("2 entities, ")
+    db = next(line for line in lines if line.strip().startswith("<db>:"))
+    assert "bottleneck disk (P = 1.00" in db
+    recommended = analysis.upgrades["<db>"].recommended
+    assert recommended is not None
+    assert f"upgrade: {recommended.name} (" in db
+    assert any(line.strip().startswith("web: bottleneck CPU (P = ") for line in lines)
+    assert "&lt;db&gt;" in summary.html and "<db>" not in summary.html
+    # nothing busy enough: no bottleneck, and the busiest resource named
+    quiet = BottleneckDetector(min_utilisation=5.0).analyse(frame).summary().text
+    assert "<db>: no bottleneck (busiest: disk at" in quiet
+    assert "upgrade" not in quiet
+
+
+def test_an_empty_frame_is_an_empty_analysis() -> None:
+    frame = simulate_scenario("cpu", seed=1, samples=6).frame.iloc[:0]
+    analysis = BottleneckDetector().analyse(frame)
+    assert analysis.findings == () and analysis.entities == () and analysis.windows == ()
+    assert analysis.summary().text.startswith("0 entities, 0 window(s)")

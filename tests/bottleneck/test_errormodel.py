@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfsleuth.bottleneck.errormodel import ErrorModel, learn_error_model
-from perfsleuth.bottleneck.model import load_model
+from perfsleuth.bottleneck.kernels.errormodel import ErrorModel, learn_error_model
+from perfsleuth.bottleneck.kernels.model import load_model
 from perfsleuth.errors import ConfigError, DataError
 
 MODEL = load_model()

@@ -8,8 +8,8 @@ from dataclasses import replace
 import numpy as np
 
 from perfsleuth.bottleneck.explain import explain
-from perfsleuth.bottleneck.infer import Inference, infer
-from perfsleuth.bottleneck.model import load_model
+from perfsleuth.bottleneck.kernels.infer import Inference, infer
+from perfsleuth.bottleneck.kernels.model import load_model
 from perfsleuth.datasets.counters import simulate_scenario
 
 MODEL = load_model()

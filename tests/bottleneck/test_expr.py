@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfsleuth.bottleneck.expr import (
+from perfsleuth.bottleneck.kernels.expr import (
     ExpressionError,
     Table,
     compile_node,
@@ -13,7 +13,7 @@ from perfsleuth.bottleneck.expr import (
     names,
     parse,
 )
-from perfsleuth.bottleneck.units import parse_unit
+from perfsleuth.bottleneck.kernels.units import parse_unit
 from perfsleuth.errors import ConfigError
 
 
@@ -194,7 +194,7 @@ def test_the_compiler_never_calls_eval_exec_or_compile() -> None:
     import ast
     import inspect
 
-    from perfsleuth.bottleneck import expr
+    from perfsleuth.bottleneck.kernels import expr
 
     called = {
         node.func.id

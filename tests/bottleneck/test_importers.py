@@ -52,6 +52,24 @@ CASES = [
         {"disk.read_bytes": 4e6, "disk.write_bytes": 1e6, "disk.busy": 0.25},
     ),
     ({"cgroup.cpu.user": 0.3, "mem.MemTotal": 8e9, "vmstat.pgfault": 10.0}, {}),
+    (  # request counts and the queue (weighted_ms in ms per second)
+        {
+            "disk.vda.read_bytes": 1.0,
+            "disk.vda.reads": 10.0,
+            "disk.vda.writes": 2.0,
+            "disk.vda.weighted_ms": 1500.0,
+        },
+        {"disk.read_bytes": 1.0, "disk.reads": 10.0, "disk.writes": 2.0, "disk.inflight": 1.5},
+    ),
+    (
+        {"vmstat.workingset_refault_file": 30.0, "vmstat.workingset_refault": 99.0},
+        {"mem.refault": 30.0},
+    ),
+    ({"vmstat.workingset_refault": 99.0}, {"mem.refault": 99.0}),  # a kernel before 5.9
+    (  # perfsleuth collect --cgroup: the workload's counters, in the model's units already
+        {"workload.cpu.user": 0.5, "workload.mem.limit": 1e9, "workload.app.read_ops": 7.0},
+        {"cg.cpu.user": 0.5, "cg.mem.limit": 1e9, "cg.app.read_ops": 7.0},
+    ),
 ]
 
 
@@ -124,7 +142,7 @@ def test_inference_from_a_real_collection(
     assert mapped["cpu.user"] >= 1.0
 
     detector = BottleneckDetector(window=pd.Timedelta(minutes=1), min_utilisation=0.1)
-    windows = detector.analyse(frame)
+    windows = detector.analyse(frame).windows
     assert len(windows) == 1
     inference = windows[0].inference
     assert set(inference.columns) == set(mapped)
@@ -196,7 +214,7 @@ def test_inference_from_a_real_sar_file(capsys: pytest.CaptureFixture[str]) -> N
     frame = read_sar(SAR)
     mapped = from_sar(frame)
     assert {"cpu.user", "cpu.system", "disk.read_bytes", "disk.busy"} <= set(mapped["counter"])
-    windows = BottleneckDetector(min_utilisation=0.1).analyse(frame)
+    windows = BottleneckDetector(min_utilisation=0.1).analyse(frame).windows
     assert len(windows) == 1
     assert set(windows[0].inference.columns) == set(mapped["counter"])
     with pytest.raises(SystemExit) as exit_info:

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from perfsleuth.bottleneck.errormodel import ErrorModel
-from perfsleuth.bottleneck.infer import Inference, infer
-from perfsleuth.bottleneck.model import Model, load_model
+from perfsleuth.bottleneck.kernels.errormodel import ErrorModel
+from perfsleuth.bottleneck.kernels.infer import Inference, infer
+from perfsleuth.bottleneck.kernels.model import Model, load_model
 from perfsleuth.datasets.counters import SCENARIOS, CounterRun, simulate_scenario
 from perfsleuth.errors import DataError, NotEnoughDataError
 

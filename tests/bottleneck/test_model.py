@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfsleuth.bottleneck.model import load_model
+from perfsleuth.bottleneck.kernels.model import load_model
 from perfsleuth.errors import ConfigError
 
 SMALL = """
@@ -178,7 +178,15 @@ def test_broken_models_are_refused_with_file_line_and_key(
 
 
 def test_error_names_the_line_of_the_formula(tmp_path: Path) -> None:
+    # an error in a formula's expression names the line of that expression
     text = SMALL.replace('expr = "rate * size"', 'expr = "rate * sise"')
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_model(path)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "rate * sise" in t)
+    assert f"model.toml:{line}:" in str(info.value)
+    # an error about the whole formula (a cycle) names the line of its [[formula]]
+    text = SMALL.replace('expr = "rate * size"', 'expr = "rate * busy"')
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as info:
         load_model(path)

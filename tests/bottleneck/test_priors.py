@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from perfsleuth.bottleneck.priors import ParameterPrior, Priors
+from perfsleuth.bottleneck.kernels.priors import ParameterPrior, Priors
 
 PRIORS = Priors(
     [

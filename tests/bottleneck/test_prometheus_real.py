@@ -48,7 +48,7 @@ def test_node_exporter_counters_in_the_models_names(stack: PrometheusStack) -> N
     assert means["cpu.user"] >= 1.0  # two busy loops on a 2-CPU machine
     assert 0.0 <= means["disk.busy"] <= 1.0
 
-    windows = BottleneckDetector(min_utilisation=0.1).analyse(frame)
+    windows = BottleneckDetector(min_utilisation=0.1).analyse(frame).windows
     assert {w.entity for w in windows} == {stack.node_instance}
     inference = windows[-1].inference
     assert set(inference.columns) == counters

@@ -6,31 +6,62 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from perfsleuth.bottleneck.detector import BottleneckDetector, load_setup
-from perfsleuth.bottleneck.upgrades import analyse_upgrades, load_catalogue
+from perfsleuth.bottleneck import FAMILY, detector
+from perfsleuth.bottleneck.detector import BottleneckDetector
+from perfsleuth.bottleneck.report import section, verification_section
 from perfsleuth.datasets.counters import simulate_scenario
 from perfsleuth.report import render_html
-from perfsleuth.report.bottleneck import bottleneck_section, verification_section
 
 EXAMPLE = Path(__file__).parents[2] / "src/perfsleuth/bottleneck/examples/upgrades.toml"
 
 
 def test_section_with_upgrades_renders_and_escapes() -> None:
     frame = simulate_scenario("rand_read", seed=1, samples=12, entity="<db>&1").frame
-    detector = BottleneckDetector(window="30s")
-    model, _ = load_setup()
-    whole = detector.overall(detector.analyse(frame))
-    analysis = analyse_upgrades(model, whole.w, load_catalogue(EXAMPLE, model), target_factor=1.3)
-    section = bottleneck_section(frame, detector=detector, upgrades={"<db>&1": analysis})
-    assert len(section.figures) == 2
-    captions = [t.caption for t in section.tables]
+    judge = BottleneckDetector(window="30s", upgrades=str(EXAMPLE), target_factor=1.3)
+    drawn = section(judge.analyse(frame))
+    assert drawn.family == "bottleneck"
+    assert len(drawn.figures) == 2
+    captions = [t.caption for t in drawn.tables]
     assert any("inferred workload" in c for c in captions)
     assert any("observed and predicted counters" in c for c in captions)
     assert any("upgrades for random reads" in c for c in captions)
-    page = render_html([], sections=[section])
+    page = render_html([], sections=[drawn])
     assert "<db>&1" not in page
     assert 'data-plots-expected="2"' in page
+
+
+def test_section_draws_the_analysis_without_inferring_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    frame = simulate_scenario("memory", seed=2, samples=12, entity="cache-1").frame
+    analysis = BottleneckDetector(upgrades=str(EXAMPLE), target_factor=1.2).analyse(frame)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the report must draw the analysis, not infer again")
+
+    for name in ("infer", "analyse_upgrades", "load_setup", "load_catalogue"):
+        monkeypatch.setattr(detector, name, refuse)
+    drawn = FAMILY.render(analysis)
+    assert len(drawn.figures) == 2
+    table = next(t for t in drawn.tables if "upgrades for" in t.caption)
+    recommended = analysis.upgrades["cache-1"].recommended
+    assert recommended is not None
+    assert any(row[0] == f"{recommended.name} ← recommended" for row in table.rows)
+
+
+def test_long_timelines_are_downsampled() -> None:
+    frame = simulate_scenario("cpu", seed=3, samples=24).frame
+    analysis = BottleneckDetector(window="10s").analyse(frame)
+    assert len(analysis.windows) == 12
+    full = section(analysis).figures[0]
+    assert len(full.data[1].x) == 12
+    short = section(analysis, max_points=6).figures[0]
+    assert 2 <= len(short.data[1].x) <= 6
+    # each resource keeps its first and last window
+    assert short.data[1].x[0] == full.data[1].x[0]
+    assert short.data[1].x[-1] == full.data[1].x[-1]
 
 
 def test_verification_section() -> None:

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from perfsleuth.bottleneck.units import DIMENSIONLESS, Unit, parse_unit
+from perfsleuth.bottleneck.kernels.units import DIMENSIONLESS, Unit, parse_unit
 
 
 @pytest.mark.parametrize(

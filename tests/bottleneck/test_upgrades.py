@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfsleuth.bottleneck.model import load_model
-from perfsleuth.bottleneck.upgrades import (
+from perfsleuth.bottleneck.kernels.model import load_model
+from perfsleuth.bottleneck.kernels.upgrades import (
     Catalogue,
     Option,
     analyse_upgrades,

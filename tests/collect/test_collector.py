@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.collect import Collector
-from perfsleuth.collect.procfs import read_os, read_processes
+from perfsleuth.sources.procfs import read_os, read_processes
 from perfsleuth.store import Store
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -102,3 +102,44 @@ def test_rollup_to_hourly(tmp_path: Path) -> None:
         assert n is not None and n[0] == done.process_rows
         again = collector.rollup(timedelta(0), now=datetime(2024, 5, 1, 10, 30, tzinfo=UTC))
         assert again.process_rows == 0
+
+
+# -- the readers (perfsleuth.sources.procfs) on odd input ---------------------------------------
+
+
+def test_vanished_or_unreadable_processes_are_skipped(tmp_path: Path) -> None:
+    from perfsleuth.sources.procfs import read_process_io
+
+    proc = tmp_path / "proc"
+    (proc / "77").mkdir(parents=True)  # no stat: vanished between listing and reading
+    (proc / "78").mkdir()
+    (proc / "78" / "stat").write_text("78 (torn")  # a torn read of a dying process
+    assert read_processes(proc) == []
+    gone = 2**22 + 1  # above pid_max's default: no such process
+    assert read_processes(pids=[gone]) == []
+    assert read_process_io(gone) is None
+
+
+def test_unreadable_machine_files_name_the_file(tmp_path: Path) -> None:
+    from perfsleuth.errors import SourceError
+
+    with pytest.raises(SourceError, match=r"stat: cannot read it"):
+        read_os(tmp_path)
+
+
+def test_stat_parsing_and_files_open_for_writing(tmp_path: Path) -> None:
+    import os
+
+    from perfsleuth.sources.procfs import parse_stat
+
+    stat = parse_stat(
+        "cpu  150 10 150 900 40 0 0 0 0 0\ncpu0 1\ncpu1 1\nbtime 7\nprocs_running 3\n"
+    )
+    assert stat.ncpu == 2
+    assert stat.busy_and_total() == (310.0, 1250.0)  # idle and iowait are not busy
+    assert stat.counts == {"btime": 7.0, "procs_running": 3.0}
+    with open(tmp_path / "log", "wb") as log:
+        log.write(b"x" * 10_000)
+        log.flush()
+        (me,) = read_processes(pids=[os.getpid()], with_io=False, with_files=True)
+    assert me.file_bytes is not None and me.file_bytes >= 10_000

@@ -16,7 +16,7 @@ from perfsleuth.datasets.fleet import FleetRun, simulate_fleet
 from perfsleuth.errors import ConfigError, DataError, SourceError
 from perfsleuth.findings import Finding
 from perfsleuth.fleet import plan, scan_fleet, scan_task
-from perfsleuth.process.scanner import scan
+from perfsleuth.processes.scanner import scan
 from perfsleuth.store import Store
 from tests.test_cli import run
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from perfsleuth.errors import DataError, SourceError
-from perfsleuth.process.scanner import scan
+from perfsleuth.processes.scanner import scan
 from perfsleuth.sources.perfmon import perfmon_processes, read_perfmon
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "perfmon" / "relog.csv"

@@ -15,7 +15,7 @@ from perfsleuth.errors import PerfsleuthError
 from perfsleuth.frames import workload_types
 from perfsleuth.sources.files import read_frame
 from perfsleuth.sources.pgbench import read_pgbench
-from perfsleuth.sources.postgres import find_postgres_bindir, temporary_postgres
+from tests.support.postgres import find_postgres_bindir, temporary_postgres
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ import pytest
 from numpy.typing import NDArray
 from scipy.signal import lfilter
 
-from perfsleuth.stats.changepoint import find_change_points
+from perfsleuth.changepoints.kernels.search import find_change_points
 from perfsleuth.stats.robust import clip_outliers, detect_period, remove_cycle, within_slope
 
 N = 600

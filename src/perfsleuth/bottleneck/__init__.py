@@ -1,21 +1,32 @@
-"""Bottleneck inference and upgrade advice after Blake & Breese (1995) (DESIGN §2.5).
+"""Bottlenecks: which resource limits the workload, and which upgrade fixes it? (Blake &
+Breese 1995; DESIGN §2.5)
 
-A declarative model (:mod:`~perfsleuth.bottleneck.model`, TOML compiled by a safe expression
-compiler) predicts OS counters from workload parameters; calibration fits its machine
-characteristics; inference finds the most probable workload given observed counters, each
-resource's chance of being the bottleneck, and the cheapest upgrade that meets a target.
+* :mod:`.kernels` — units and the safe formula compiler, the model file and its compiled form
+  (a declarative TOML predicting OS counters from workload parameters), priors, the error
+  model, inference (the most probable workload and its uncertainty), calibration profiles and
+  upgrade analysis; numpy/scipy only;
+* :mod:`.detector` — :class:`~.detector.BottleneckDetector`: counters averaged per window,
+  inferred, grouped into episodes; :mod:`.explain`, its findings in words; :mod:`.importers`,
+  other tools' counters in the model's names;
+* :mod:`.linux` (this machine's counters), :mod:`.workloads`, :mod:`.measure` and
+  :mod:`.verify` — calibration and verification with real synthetic workloads (fio);
+* :mod:`.report` — inferred utilisation and the upgrade table; :mod:`.cli` — ``perfsleuth
+  bottleneck``, ``calibrate``, ``verify``.
 """
 
-from __future__ import annotations
+from perfsleuth.analysis import Family
 
-import importlib
-from typing import Any
-
-__all__ = ["Model", "load_model"]
-
-
-def __getattr__(name: str) -> Any:
-    # Lazy: the CLI imports perfsleuth.bottleneck.cli at start-up: no numpy or pandas yet.
-    if name in __all__:
-        return getattr(importlib.import_module("perfsleuth.bottleneck.model"), name)
-    raise AttributeError(f"module 'perfsleuth.bottleneck' has no attribute {name!r}")
+FAMILY = Family(
+    name="bottleneck",
+    title="Bottlenecks and upgrades (Blake & Breese)",
+    question="What is the bottleneck, and which upgrade fixes it at the lowest cost?",
+    contract="counter",
+    detector="perfsleuth.bottleneck.detector:BottleneckDetector",
+    section="perfsleuth.bottleneck.report:section",
+    kinds={
+        "bottleneck": "Relieve the saturated resource; the upgrade table gives the cheapest "
+        "option.",
+        "upgrade": "Compare the options by cost per unit of added throughput before buying.",
+    },
+    checks=("bottleneck",),
+)

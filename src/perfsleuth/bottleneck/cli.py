@@ -1,7 +1,9 @@
 """``perfsleuth bottleneck …``, ``perfsleuth calibrate`` and ``perfsleuth verify``.
 
 Only Typer is imported at module level; the work happens inside the commands (``--help`` stays
-fast). The shared output helpers live in :mod:`perfsleuth.cli`.
+fast). ``infer`` is a one-family plan (:mod:`perfsleuth.run`); the others are the family's
+tools: simulated counters, a model check, calibration and verification (this machine's
+counters come from ``perfsleuth collect``).
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-if TYPE_CHECKING:
-    import pandas as pd
+from perfsleuth.cli.output import ReportOption, StoreOption, emit, execute, note
 
-    from perfsleuth.bottleneck.upgrades import UpgradeAnalysis
+if TYPE_CHECKING:
+    from perfsleuth.sources.specs import Source
 
 __all__ = ["bottleneck_app", "calibrate_command", "verify_command"]
 
@@ -87,17 +89,12 @@ def infer_command(
         str | None,
         typer.Option(help="Disk of a collector's counters (default: the busiest whole disk)."),
     ] = None,
-    store: Annotated[
-        Path | None, typer.Option("--store", help="Also keep the frame and findings here.")
-    ] = None,
-    report: Annotated[Path | None, typer.Option(help="Write an HTML report here.")] = None,
+    store: StoreOption = None,
+    report: ReportOption = None,
 ) -> None:
     """Which resource limits the workload? Infer it from COUNTERS (and advise upgrades)."""
-    import pandas as pd
-
-    from perfsleuth.cli import _emit, _keep, _note
-    from perfsleuth.frames import coverage_of, normalise
-    from perfsleuth.registry import create
+    from perfsleuth.families import create
+    from perfsleuth.run import Input, Outputs, Plan, Step
 
     goal, factor = _target(target)
     detector = create(
@@ -115,84 +112,29 @@ def infer_command(
             "seed": seed,
         },
         source="options",
+        prefix="",
     )
-    frames = [_read_counters(path, device) for path in counters]
-    source = ", ".join(map(str, counters))
-    frame = normalise(pd.concat(frames, ignore_index=True), "counter", source=source)
-    findings = detector.detect(frame)
-    if store is not None:
-        _keep(store, f"perfsleuth bottleneck infer {source}", frame, "counter", source, findings)
-    if report is not None:
-        from perfsleuth.bottleneck.detector import BottleneckDetector
-        from perfsleuth.report import write_html
-        from perfsleuth.report.bottleneck import bottleneck_section
-
-        assert isinstance(detector, BottleneckDetector)
-        analyses = _upgrade_analyses(detector, frame) if upgrades is not None else None
-        coverage = coverage_of(frame)
-        write_html(
-            report,
-            findings,
-            coverage=() if coverage is None else (coverage,),
-            sections=[bottleneck_section(frame, detector=detector, upgrades=analyses)],
-            title="perfsleuth bottlenecks",
-        )
-        _note(f"report: {report}")
-    _emit(ctx, findings)
+    plan = Plan(
+        (Input("counter", "counter", tuple(_counter_source(path) for path in counters)),),
+        (Step(detector, "counter"),),
+        Outputs(store=store, report=report, title="perfsleuth bottlenecks"),
+        command=f"perfsleuth bottleneck infer {', '.join(map(str, counters))}",
+        skip_unsuitable=False,
+    )
+    emit(ctx, execute(plan).findings)
 
 
-def _read_counters(path: Path, device: str | None) -> pd.DataFrame:
-    """A counter frame from a file, or every counter row of a store; the local collector's
-    counters (and sar's) are translated to the Linux model's."""
-    from perfsleuth.bottleneck.importers import to_model_counters
-    from perfsleuth.sources.files import read_frame
+def _counter_source(path: Path) -> Source:
+    """A counter file, every counter row of a store, or sar's JSON (the detector translates
+    the collector's and sar's counter names into the model's)."""
+    from perfsleuth.sources.specs import FileSource, SarSource, StoreSource
 
-    if path.suffix.lower() in (".duckdb", ".db"):
-        from perfsleuth.store import Store
-
-        with Store(path, read_only=True) as kept:
-            frame = kept.read_frame("counter")
-        return to_model_counters(frame, device=device)
-    if path.suffix.lower() == ".json":  # sadf -j output
-        from perfsleuth.sources.sysstat import read_sar
-
-        return to_model_counters(read_sar(path), device=device)
-    return to_model_counters(read_frame(path, "counter"), device=device)
-
-
-def _upgrade_analyses(detector: object, frame: pd.DataFrame) -> dict[str, UpgradeAnalysis]:
-    """Upgrade analysis of each entity's whole period, for the report."""
-    from perfsleuth.bottleneck.detector import BottleneckDetector
-
-    assert isinstance(detector, BottleneckDetector)
-    return detector.upgrade_analyses(frame)
-
-
-@bottleneck_app.command("collect")
-def collect_command(
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Counter frame to write (.csv, .parquet).")
-    ],
-    seconds: Annotated[float, typer.Option(help="How long to sample.")] = 60.0,
-    interval: Annotated[float, typer.Option(help="Seconds between samples.")] = 1.0,
-    cgroup: Annotated[
-        str | None, typer.Option(help="The workload's cgroup (relative to /sys/fs/cgroup).")
-    ] = None,
-    device: Annotated[str | None, typer.Option(help="Block device (default: the one of /).")] = (
-        None
-    ),
-    entity: Annotated[str | None, typer.Option(help="Entity name (default: host[/cgroup]).")] = (
-        None
-    ),
-) -> None:
-    """Sample /proc and the cgroup's counters into a counter frame the model reads."""
-    from perfsleuth.bottleneck.linux import LinuxCounters
-    from perfsleuth.cli import _note
-
-    counters = LinuxCounters(device=device, cgroup=cgroup, entity=entity)
-    frame = counters.collect(seconds, interval)
-    _write(frame, out)
-    _note(f"{len(frame):,} rows ({frame['counter'].nunique()} counters) → {out}")
+    suffix = path.suffix.lower()
+    if suffix in (".duckdb", ".db"):
+        return StoreSource(kind="store", path=path, contract="counter")
+    if suffix == ".json":  # sadf -j output
+        return SarSource(kind="sar", path=path)
+    return FileSource(path=path, contract="counter")
 
 
 def _write(frame: object, out: Path) -> None:
@@ -232,7 +174,6 @@ def simulate_command(
     """Write a simulated counter frame (forward model + error-model noise) with a known
     bottleneck."""
     from perfsleuth.bottleneck.detector import load_setup
-    from perfsleuth.cli import _note
     from perfsleuth.datasets.counters import simulate_scenario
 
     chosen, _ = load_setup(model, None if calibration is None else str(calibration), None)
@@ -241,7 +182,7 @@ def simulate_command(
     )
     _write(run.frame, out)
     utils = ", ".join(f"{k} {v:.0%}" for k, v in run.utilisation.items())
-    _note(f"{scenario.value}: bottleneck {run.bottleneck} ({utils}) → {out}")
+    note(f"{scenario.value}: bottleneck {run.bottleneck} ({utils}) → {out}")
 
 
 @bottleneck_app.command("check")
@@ -249,7 +190,7 @@ def check_command(
     model: Annotated[str, typer.Argument(help="Model file (or 'linux').")] = "linux",
 ) -> None:
     """Load and check a model file: names, cycles, units, priors, golden cases."""
-    from perfsleuth.bottleneck.model import load_model
+    from perfsleuth.bottleneck.kernels.model import load_model
 
     loaded = load_model(model)
     typer.echo(
@@ -280,9 +221,8 @@ def calibrate_command(
     """Measure this machine's maxima (fio, or a built-in generator) and fit a profile."""
     import dataclasses
 
+    from perfsleuth.bottleneck.kernels.model import load_model
     from perfsleuth.bottleneck.measure import Plan, calibrate
-    from perfsleuth.bottleneck.model import load_model
-    from perfsleuth.cli import _note
 
     plan = Plan.quick() if quick else Plan()
     if seconds is not None:
@@ -294,10 +234,10 @@ def calibrate_command(
         force=force,
         max_busy=max_busy,
         use_fio=not builtin,
-        progress=_note,
+        progress=note,
     )
     profile.save(out)
-    _note(f"calibration profile: {out}")
+    note(f"calibration profile: {out}")
 
 
 def verify_command(
@@ -326,12 +266,11 @@ def verify_command(
         run_sweeps,
         sweep_table,
     )
-    from perfsleuth.cli import _note
 
     chosen, _ = load_setup(model, None if calibration is None else str(calibration), None)
     try:
         cases = run_sweeps(
-            chosen, default_sweeps(str(file), quick=quick), seconds=seconds, progress=_note
+            chosen, default_sweeps(str(file), quick=quick), seconds=seconds, progress=note
         )
     finally:
         file.unlink(missing_ok=True)
@@ -341,8 +280,8 @@ def verify_command(
     if table is not None:
         frame.to_csv(table, index=False)
     if report is not None:
+        from perfsleuth.bottleneck.report import verification_section
         from perfsleuth.report import write_html
-        from perfsleuth.report.bottleneck import verification_section
 
         write_html(
             report,
@@ -350,8 +289,8 @@ def verify_command(
             sections=[verification_section(frame)],
             title="perfsleuth model verification",
         )
-        _note(f"report: {report}")
+        note(f"report: {report}")
     worst = frame.assign(abs_error=frame["error"].abs()).groupby("counter")["abs_error"].mean()
     for counter, value in worst.sort_values(ascending=False).head(5).items():
-        _note(f"  mean |error| {value:.2f} on {counter}")
-    _note(f"error model ({len(cases)} cases): {out}")
+        note(f"  mean |error| {value:.2f} on {counter}")
+    note(f"error model ({len(cases)} cases): {out}")

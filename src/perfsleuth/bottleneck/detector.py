@@ -1,11 +1,12 @@
-"""The ``bottleneck`` detector: counter frame in, ``bottleneck`` (and ``upgrade``) findings out.
+"""The ``bottleneck`` detector: counter frame in, a :class:`BottleneckAnalysis` out.
 
 Per entity, counters are averaged over windows of ``window``; each window's counters go to the
-inference (:func:`perfsleuth.bottleneck.infer.infer`). Windows whose most utilised resource is
-at least ``min_utilisation`` busy and that agree on it form an episode (consecutive windows, no
-hole); the episode's mean counters are inferred once more and become one finding, from the
-first sample to the last. With an upgrade catalogue, each episode also gets an ``upgrade``
-finding.
+inference (:func:`perfsleuth.bottleneck.kernels.infer.infer`). Windows whose most utilised
+resource is at least ``min_utilisation`` busy and that agree on it form an episode (consecutive
+windows, no hole); the episode's mean counters are inferred once more and become one
+``bottleneck`` finding, from the first sample to the last. The whole period of each entity is
+inferred too (what the report's bars and tables show). With an upgrade catalogue, each episode
+and each entity's whole period get an upgrade analysis, and each episode an ``upgrade`` finding.
 
 Counter values must be in the model's units (:mod:`perfsleuth.bottleneck.linux` writes them
 so); frames of the local collector (``perfsleuth collect``) and of ``sar`` are translated
@@ -17,7 +18,9 @@ negative: a reset or wrap the collector should have caught).
 from __future__ import annotations
 
 import functools
+import html
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -28,22 +31,42 @@ import pandas as pd
 from pydantic import Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from perfsleuth.bottleneck.calibration import apply_profile, load_profile
-from perfsleuth.bottleneck.errormodel import ErrorModel
+from perfsleuth.analysis import PARAMS, DetectorMixin, Summary
 from perfsleuth.bottleneck.explain import bottleneck_finding, upgrade_finding
 from perfsleuth.bottleneck.importers import to_model_counters
-from perfsleuth.bottleneck.infer import Inference, infer
-from perfsleuth.bottleneck.model import Model, load_model
-from perfsleuth.bottleneck.upgrades import UpgradeAnalysis, analyse_upgrades, load_catalogue
-from perfsleuth.config import Duration
-from perfsleuth.detectors.base import PARAMS
-from perfsleuth.errors import ConfigError, DataError
+from perfsleuth.bottleneck.kernels.calibration import apply_profile, load_profile
+from perfsleuth.bottleneck.kernels.errormodel import ErrorModel
+from perfsleuth.bottleneck.kernels.infer import Inference, infer
+from perfsleuth.bottleneck.kernels.model import Model, load_model
+from perfsleuth.bottleneck.kernels.upgrades import (
+    Catalogue,
+    UpgradeAnalysis,
+    analyse_upgrades,
+    load_catalogue,
+)
+from perfsleuth.durations import Duration
+from perfsleuth.errors import DataError
 from perfsleuth.findings import Finding
 from perfsleuth.frames import coverage_of, normalise
 
-__all__ = ["BottleneckDetector", "WindowResult", "load_setup"]
+__all__ = [
+    "CHECK",
+    "BottleneckAnalysis",
+    "BottleneckDetector",
+    "EntityBottlenecks",
+    "Episode",
+    "ErrorModel",
+    "Inference",
+    "Model",
+    "UpgradeAnalysis",
+    "WindowResult",
+    "load_setup",
+]
 
 log = logging.getLogger(__name__)
+
+CHECK = "bottleneck"
+"""What findings of this family record as their ``detector``."""
 
 
 def _stamp(path: str | None) -> tuple[str | None, float]:
@@ -92,8 +115,149 @@ class WindowResult:
     inference: Inference
 
 
+@dataclass(frozen=True, eq=False)
+class Episode:
+    """Consecutive windows of one entity that saturate the same resource (one finding)."""
+
+    entity: str
+    windows: tuple[WindowResult, ...]
+    inference: Inference
+    """The inference on the episode's mean counters (sample-weighted)."""
+    upgrades: UpgradeAnalysis | None
+    """The upgrade analysis of that inference (``None`` without a catalogue)."""
+
+    @property
+    def start(self) -> pd.Timestamp:
+        return self.windows[0].start
+
+    @property
+    def end(self) -> pd.Timestamp:
+        return self.windows[-1].end
+
+    @property
+    def bottleneck(self) -> str:
+        return self.inference.bottleneck
+
+
+@dataclass(frozen=True, eq=False)
+class EntityBottlenecks:
+    """One entity: its windows, its whole period, its episodes and upgrade advice."""
+
+    entity: str
+    windows: tuple[WindowResult, ...]
+    overall: Inference
+    """One inference on the mean counters of all its windows (sample-weighted)."""
+    episodes: tuple[Episode, ...]
+    upgrades: UpgradeAnalysis | None
+    """Upgrade analysis of the whole period (``None`` without a catalogue)."""
+
+
+@dataclass(frozen=True, eq=False)
+class BottleneckAnalysis:
+    """Every entity of a counter frame inferred: the findings and what the report draws.
+
+    ``model`` and ``error_model`` are the ones the inference used (calibration applied);
+    ``entities`` are sorted by name and hold only entities with at least one window.
+    """
+
+    detector: BottleneckDetector
+    model: Model
+    error_model: ErrorModel
+    entities: tuple[EntityBottlenecks, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def windows(self) -> tuple[WindowResult, ...]:
+        """Every window of every entity, entity by entity."""
+        return tuple(w for e in self.entities for w in e.windows)
+
+    @property
+    def episodes(self) -> tuple[Episode, ...]:
+        """Every episode (one ``bottleneck`` finding each), entity by entity."""
+        return tuple(p for e in self.entities for p in e.episodes)
+
+    @property
+    def overall(self) -> dict[str, Inference]:
+        """The whole-period inference of each entity."""
+        return {e.entity: e.overall for e in self.entities}
+
+    @property
+    def upgrades(self) -> dict[str, UpgradeAnalysis]:
+        """The whole-period upgrade analysis of each entity (empty without a catalogue)."""
+        return {e.entity: e.upgrades for e in self.entities if e.upgrades is not None}
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether a calibration profile replaced the model's nominal values."""
+        return bool(self.detector.calibration)
+
+    def entity(self, name: str) -> EntityBottlenecks:
+        """The analysis of one entity (``KeyError`` if it had no window)."""
+        for e in self.entities:
+            if e.entity == name:
+                return e
+        raise KeyError(name)
+
+    def summary(self) -> Summary:
+        """Per entity: the bottleneck (or none) with its probability, and the upgrade."""
+        calibrated = "calibrated" if self.calibrated else "uncalibrated"
+        n = len(self.entities)
+        head = (
+            f"{n} entit{'y' if n == 1 else 'ies'}, {len(self.windows)} window(s) (model "
+            f"{self.model.name!r}, {calibrated}); {len(self.episodes)} bottleneck episode(s), "
+            f"{len(self.findings)} finding(s)."
+        )
+        lines = [_entity_line(self.model, e) for e in self.entities]
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+        return Summary(
+            text="\n".join([head, *(f"  {line}" for line in lines)]),
+            html=f"<p>{html.escape(head)}</p>" + (f"<ul>{items}</ul>" if items else ""),
+        )
+
+
+def _entity_line(model: Model, entity: EntityBottlenecks) -> str:
+    if entity.episodes:
+        parts = []
+        for episode in entity.episodes:
+            inference = episode.inference
+            name = episode.bottleneck
+            parts.append(
+                f"{_label(model, name)} (P = {inference.probability(name):.2f}, "
+                f"{inference.util(name):.0%} busy) {_span(episode.start, episode.end)}"
+            )
+        text = f"{entity.entity}: bottleneck " + "; then ".join(parts)
+    else:
+        whole = entity.overall
+        busiest = whole.bottleneck
+        text = (
+            f"{entity.entity}: no bottleneck (busiest: {_label(model, busiest)} at "
+            f"{whole.util(busiest):.0%} over the period)"
+        )
+    if entity.upgrades is not None:
+        recommended = entity.upgrades.recommended
+        text += (
+            f"; upgrade: {entity.upgrades.reason()}"
+            if recommended is not None
+            else f"; no upgrade recommended: {entity.upgrades.reason()}"
+        )
+    return text
+
+
+def _label(model: Model, resource: str) -> str:
+    for r in model.resources:
+        if r.name == resource:
+            return r.label
+    return resource
+
+
+def _span(start: pd.Timestamp, end: pd.Timestamp) -> str:
+    first = start.strftime("%Y-%m-%d %H:%M:%S")
+    last = end.strftime("%H:%M:%S" if end.date() == start.date() else "%Y-%m-%d %H:%M:%S")
+    return f"{first}–{last} UTC"
+
+
 @pydantic_dataclass(frozen=True, config=PARAMS)
-class BottleneckDetector:
+class BottleneckDetector(DetectorMixin):
     """Which resource limits the workload, inferred from OS counters (Blake & Breese 1995).
 
     Parameters
@@ -122,11 +286,11 @@ class BottleneckDetector:
     device
         Block device whose counters to use in frames of the local collector or sar; empty:
         the whole disk that moved the most bytes.
+    seed
+        Seeds the inference (starts and Laplace draws).
 
     Empty strings and zeros stand for "not given" so the parameters round-trip through TOML,
     which has no null.
-    seed
-        Seeds the inference (starts and Laplace draws).
     """
 
     name: ClassVar[str] = "bottleneck"
@@ -146,81 +310,91 @@ class BottleneckDetector:
     device: str = ""
     seed: int = 0
 
-    def detect(self, frame: pd.DataFrame) -> list[Finding]:
-        """One ``bottleneck`` finding per episode (and an ``upgrade`` finding with a
-        catalogue)."""
-        if len(frame) == 0:
-            return []
+    def analyse(self, frame: pd.DataFrame) -> BottleneckAnalysis:
+        """Every window, episode and entity inferred; one ``bottleneck`` finding per episode
+        (and an ``upgrade`` finding with a catalogue)."""
         model, errors = load_setup(self.model, self.calibration, self.error_model)
+        if len(frame) == 0:
+            return BottleneckAnalysis(self, model, errors, (), ())
         catalogue = load_catalogue(self.upgrades, model) if self.upgrades else None
+        entities: list[EntityBottlenecks] = []
         findings: list[Finding] = []
         for entity, windows in self._windows(frame, model, errors).items():
-            for episode in self._episodes(windows):
-                result = self._episode_inference(episode, model, errors)
-                start = episode[0].start.to_pydatetime()
-                end = episode[-1].end.to_pydatetime()
-                findings.append(
-                    bottleneck_finding(
-                        model,
-                        result,
-                        entity=entity,
-                        start=start,
-                        end=end,
-                        detector=self.name,
-                        warning=self.warning_utilisation,
-                        error=self.error_utilisation,
-                        windows=len(episode),
-                    )
-                )
-                if catalogue is not None:
-                    analysis = analyse_upgrades(
-                        model,
-                        result.w,
-                        catalogue,
-                        inputs=result.inputs,
-                        target=self.target or None,
-                        target_factor=self.target_factor or None,
-                    )
-                    findings.append(
-                        upgrade_finding(
-                            analysis, entity=entity, start=start, end=end, detector=self.name
-                        )
-                    )
-        return findings
-
-    def analyse(self, frame: pd.DataFrame) -> list[WindowResult]:
-        """Every window's inference, bottleneck or not (for reports)."""
-        if len(frame) == 0:
-            return []
-        model, errors = load_setup(self.model, self.calibration, self.error_model)
-        return [w for ws in self._windows(frame, model, errors).values() for w in ws]
-
-    def overall(self, windows: list[WindowResult]) -> Inference:
-        """One inference on the mean counters of ``windows`` (sample-weighted)."""
-        model, errors = load_setup(self.model, self.calibration, self.error_model)
-        return self._episode_inference(windows, model, errors)
-
-    def upgrade_analyses(self, frame: pd.DataFrame) -> dict[str, UpgradeAnalysis]:
-        """Upgrade analysis of each entity's whole period (needs ``upgrades``), for reports."""
-        if not self.upgrades:
-            raise ConfigError("upgrade analysis needs an upgrades catalogue (upgrades = FILE)")
-        model, _ = load_setup(self.model, self.calibration, self.error_model)
-        catalogue = load_catalogue(self.upgrades, model)
-        windows = self.analyse(frame)
-        out: dict[str, UpgradeAnalysis] = {}
-        for entity in sorted({w.entity for w in windows}):
-            whole = self.overall([w for w in windows if w.entity == entity])
-            out[entity] = analyse_upgrades(
-                model,
-                whole.w,
-                catalogue,
-                inputs=whole.inputs,
-                target=self.target or None,
-                target_factor=self.target_factor or None,
-            )
-        return out
+            if not windows:
+                continue
+            result = self._entity(entity, windows, model, errors, catalogue)
+            entities.append(result)
+            findings.extend(self._findings(result, model))
+        return BottleneckAnalysis(self, model, errors, tuple(entities), tuple(findings))
 
     # -- internals --------------------------------------------------------------------------
+
+    def _entity(
+        self,
+        entity: str,
+        windows: list[WindowResult],
+        model: Model,
+        errors: ErrorModel,
+        catalogue: Catalogue | None,
+    ) -> EntityBottlenecks:
+        episodes = []
+        for part in self._episodes(windows):
+            inference = self._mean_inference(part, model, errors)
+            episodes.append(
+                Episode(entity, tuple(part), inference, self._upgrades(model, inference, catalogue))
+            )
+        # an episode covering every window has the whole period's counters: infer them once
+        same = next((e for e in episodes if len(e.windows) == len(windows)), None)
+        if same is not None:
+            overall, upgrades = same.inference, same.upgrades
+        else:
+            overall = self._mean_inference(windows, model, errors)
+            upgrades = self._upgrades(model, overall, catalogue)
+        return EntityBottlenecks(entity, tuple(windows), overall, tuple(episodes), upgrades)
+
+    def _findings(self, entity: EntityBottlenecks, model: Model) -> list[Finding]:
+        out = []
+        for episode in entity.episodes:
+            start = episode.start.to_pydatetime()
+            end = episode.end.to_pydatetime()
+            out.append(
+                bottleneck_finding(
+                    model,
+                    episode.inference,
+                    entity=entity.entity,
+                    start=start,
+                    end=end,
+                    detector=CHECK,
+                    warning=self.warning_utilisation,
+                    error=self.error_utilisation,
+                    windows=len(episode.windows),
+                )
+            )
+            if episode.upgrades is not None:
+                out.append(
+                    upgrade_finding(
+                        episode.upgrades,
+                        entity=entity.entity,
+                        start=start,
+                        end=end,
+                        detector=CHECK,
+                    )
+                )
+        return out
+
+    def _upgrades(
+        self, model: Model, inference: Inference, catalogue: Catalogue | None
+    ) -> UpgradeAnalysis | None:
+        if catalogue is None:
+            return None
+        return analyse_upgrades(
+            model,
+            inference.w,
+            catalogue,
+            inputs=inference.inputs,
+            target=self.target or None,
+            target_factor=self.target_factor or None,
+        )
 
     def _windows(
         self, frame: pd.DataFrame, model: Model, errors: ErrorModel
@@ -271,7 +445,7 @@ class BottleneckDetector:
             out[str(entity)] = results
         return out
 
-    def _episodes(self, windows: list[WindowResult]) -> list[list[WindowResult]]:
+    def _episodes(self, windows: Sequence[WindowResult]) -> list[list[WindowResult]]:
         episodes: list[list[WindowResult]] = []
         last_index = None
         for w in windows:
@@ -292,16 +466,17 @@ class BottleneckDetector:
             last_index = index
         return episodes
 
-    def _episode_inference(
-        self, episode: list[WindowResult], model: Model, errors: ErrorModel
+    def _mean_inference(
+        self, windows: Sequence[WindowResult], model: Model, errors: ErrorModel
     ) -> Inference:
-        if len(episode) == 1:
-            return episode[0].inference
-        keys = set().union(*(w.counters for w in episode))
-        means = {}
+        """One inference on the sample-weighted mean counters of ``windows``."""
+        if len(windows) == 1:
+            return windows[0].inference
+        keys: set[str] = set().union(*(w.counters for w in windows))
+        means: dict[str, float] = {}
         for key in keys:
-            values = [w.counters[key] for w in episode if key in w.counters]
-            weights = [w.samples for w in episode if key in w.counters]
+            values = [w.counters[key] for w in windows if key in w.counters]
+            weights = [w.samples for w in windows if key in w.counters]
             means[key] = float(np.average(values, weights=weights))
         return infer(
             model, means, error_model=errors, seed=self.seed, min_counters=self.min_counters

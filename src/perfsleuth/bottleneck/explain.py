@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from perfsleuth.bottleneck.infer import Inference
-from perfsleuth.bottleneck.model import Model
-from perfsleuth.bottleneck.upgrades import UpgradeAnalysis
 from perfsleuth.findings import Evidence, Finding, Kind, Severity
+
+if TYPE_CHECKING:  # only annotations: the report imports this module for format_value
+    from perfsleuth.bottleneck.kernels.infer import Inference
+    from perfsleuth.bottleneck.kernels.model import Model
+    from perfsleuth.bottleneck.kernels.upgrades import UpgradeAnalysis
 
 __all__ = ["bottleneck_finding", "explain", "format_bytes", "format_value", "upgrade_finding"]
 

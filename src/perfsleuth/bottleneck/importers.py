@@ -2,7 +2,7 @@
 
 The local collector (:mod:`perfsleuth.collect.collector`, ``perfsleuth collect``) stores the
 machine's OS counters in the store's counter frame under the names of
-:mod:`perfsleuth.collect.procfs`, already as rates per second:
+:mod:`perfsleuth.sources.procfs`, already as rates per second:
 
 =====================================  ================================================
 collector                              model column
@@ -10,17 +10,24 @@ collector                              model column
 ``cpu.user`` + ``cpu.nice``            ``cpu.user`` (cores)
 ``cpu.system`` + ``cpu.irq`` +         ``cpu.system`` (cores)
 ``cpu.softirq``
+``disk.<dev>.reads`` / ``writes``      ``disk.reads`` / ``disk.writes`` (requests/s)
 ``disk.<dev>.read_bytes``              ``disk.read_bytes`` (bytes/s)
 ``disk.<dev>.write_bytes``             ``disk.write_bytes`` (bytes/s)
 ``disk.<dev>.io_ms`` / 1000            ``disk.busy`` (share of time with I/O in flight)
+``disk.<dev>.weighted_ms`` / 1000      ``disk.inflight`` (average requests in flight)
+``vmstat.workingset_refault_file``     ``mem.refault`` (pages/s; ``workingset_refault``
+                                       on kernels before 5.9)
+``workload.<name>``                    ``cg.<name>``: the workload cgroup's counters
+                                       (``perfsleuth collect --cgroup``), already in the
+                                       model's units
 =====================================  ================================================
 
 One block device is used: the one asked for, else the whole disk (not a partition) that moved
 the most bytes. The collector's ``cgroup.*`` counters are its *own* cgroup's, not a workload's,
-so they are not mapped. What the collector does not read (request counts, queue length,
-refaults, per-workload cgroup counters) is simply missing: the inference uses the counters it
-gets, and with machine counters alone it tells CPU from disk but sees memory pressure only
-through the disk traffic it causes.
+so they are not mapped; a workload's come from ``--cgroup`` (``workload.*``). Without them the
+inference uses the machine counters it gets: it tells CPU from disk and sees memory pressure
+through refaults and the disk traffic they cause, but cannot tell the workload from its
+neighbours.
 
 From ``sar`` (:func:`perfsleuth.sources.sysstat.read_sar`; entities ``<host>:cpu=all``,
 ``<host>:cpu=<n>`` and ``<host>:disk-device=<dev>``): ``cpu.user`` = (``cpu-load.user`` +
@@ -64,7 +71,31 @@ _SUMS: dict[str, tuple[str, ...]] = {
     "cpu.user": ("cpu.user", "cpu.nice"),
     "cpu.system": ("cpu.system", "cpu.irq", "cpu.softirq"),
 }
-_DISK = re.compile(r"^disk\.(?P<dev>.+)\.(?P<what>read_bytes|write_bytes|io_ms)$")
+_DISK = re.compile(
+    r"^disk\.(?P<dev>.+)\.(?P<what>read_bytes|write_bytes|reads|writes|io_ms|weighted_ms)$"
+)
+# the chosen disk's counters: collector's field → (model column, divisor: ms/s → share)
+_DISK_COLUMNS: dict[str, tuple[str, float]] = {
+    "reads": ("disk.reads", 1.0),
+    "read_bytes": ("disk.read_bytes", 1.0),
+    "writes": ("disk.writes", 1.0),
+    "write_bytes": ("disk.write_bytes", 1.0),
+    "io_ms": ("disk.busy", 1000.0),
+    "weighted_ms": ("disk.inflight", 1000.0),
+}
+_REFAULTS = ("vmstat.workingset_refault_file", "vmstat.workingset_refault")
+# the workload cgroup's counters (perfsleuth collect --cgroup), in the model's units already
+_WORKLOAD = tuple(
+    f"{group}.{name}"
+    for group, names in (
+        ("cpu", ("user", "system")),
+        ("psi", ("io",)),
+        ("io", ("read_bytes", "write_bytes", "reads", "writes")),
+        ("app", ("read_ops", "read_bytes", "write_ops", "write_bytes")),
+        ("mem", ("anon", "limit", "refault")),
+    )
+    for name in names
+)
 _PARTITION_SUFFIX = re.compile(r"^p?\d+$")
 
 
@@ -226,13 +257,16 @@ def from_collector(frame: pd.DataFrame, *, device: str | None = None) -> pd.Data
         chosen = _pick_disk(str(entity), traffic, device)
         if chosen is not None:
             names = disks[chosen]
-            if "read_bytes" in names:
-                out["disk.read_bytes"] = wide[names["read_bytes"]]
-            if "write_bytes" in names:
-                out["disk.write_bytes"] = wide[names["write_bytes"]]
-            if "io_ms" in names:
-                out["disk.busy"] = wide[names["io_ms"]] / 1000.0
+            for what, (column, divisor) in _DISK_COLUMNS.items():
+                if what in names:
+                    out[column] = wide[names[what]] / divisor
             log.info("%s: disk counters of %s", entity, chosen)
+        refault = next((c for c in _REFAULTS if c in wide.columns), None)
+        if refault is not None:
+            out["mem.refault"] = wide[refault]
+        for name in _WORKLOAD:
+            if f"workload.{name}" in wide.columns:
+                out[f"cg.{name}"] = wide[f"workload.{name}"]
         long = out.reset_index().melt(id_vars="time", var_name="counter", value_name="value")
         long["entity"] = str(entity)
         parts.append(long[columns])

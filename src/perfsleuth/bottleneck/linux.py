@@ -16,13 +16,16 @@ counter of the counter frame (rates per second, in the built-in model's units):
 ``cg.app.*``           Σ /proc/<pid>/io syscr, rchar, syscw, wchar of the cgroup's processes
 ``cg.mem.*``           memory.stat: ``anon`` (bytes), ``refault`` (pages/s); ``cg.mem.limit``
                        (bytes, MemTotal if unlimited)
-``cg.psi.*``           io.pressure / memory.pressure "some": share of time stalled
+``cg.psi.io``          io.pressure "some": share of time stalled
 =====================  ==========================================================================
 
-Hosts with both hierarchies (cgroup v1 controllers, v2 mounted at ``/sys/fs/cgroup/unified``)
-are handled: cpu.stat and pressure come from the unified hierarchy, memory from the v1 memory
-controller. A counter that cannot be read (no such file, no permission) is left out, not
-guessed; processes that exit between readings are skipped.
+Every raw reading comes from :mod:`perfsleuth.sources.procfs` (the one reader of /proc, /sys
+and the cgroup mount); this module turns readings into the model's rates, and makes the
+cgroups the calibration and verification workloads run in. Hosts with both hierarchies (cgroup
+v1 controllers, v2 mounted at ``/sys/fs/cgroup/unified``) are handled: cpu.stat and pressure
+come from the unified hierarchy, memory from the v1 memory controller. A counter that cannot
+be read (no such file, no permission) is left out, not guessed; processes that exit between
+readings are skipped.
 
 Not collected, because they do not count what they seem to on current kernels: page-cache
 insertions (memcg ``pgpgin`` counts folios, not pages, and pages dropped by invalidation are
@@ -33,21 +36,45 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from perfsleuth.errors import SourceError
+from perfsleuth.sources.procfs import (
+    CPU_FIELDS,
+    IO_SYSCALLS,
+    SECTOR,
+    TICKS,
+    Cgroup,
+    DiskStats,
+    block_device_number,
+    block_device_of,
+    io_growth,
+    read_cgroup_counters,
+    read_diskstats,
+    read_meminfo,
+    read_process_io,
+    read_stat,
+    read_vmstat,
+)
 
-__all__ = ["Cgroup", "LinuxCounters", "Reading", "block_device_of"]
+__all__ = [
+    "Cgroup",
+    "LinuxCounters",
+    "Reading",
+    "add_to_cgroup",
+    "create_cgroup",
+    "remove_cgroup",
+    "temporary_cgroup",
+]
 
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_SECTOR = 512
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -60,123 +87,57 @@ class Reading:
     pids: dict[int, dict[str, float]] = field(default_factory=dict)
 
 
-def _read(path: Path) -> str | None:
+# -- a workload's cgroup: making one, moving processes in, removing it -----------------------
+# (reading a cgroup is perfsleuth.sources.procfs's job; these write, for the workloads that
+# calibration, verification and the real scenarios run)
+
+
+def create_cgroup(
+    name: str, *, memory_limit: int | None = None, root: Path = Path("/sys/fs/cgroup")
+) -> Cgroup:
+    """Make the cgroup in every hierarchy that takes it (v2; v1 memory and cpuacct on hybrid
+    hosts), with an optional memory limit in bytes."""
+    name = name.strip("/")
+    pure_v2 = (root / "cgroup.controllers").exists()
     try:
-        return path.read_text()
-    except (OSError, ValueError):
-        return None
-
-
-def _keyed(text: str | None) -> dict[str, float]:
-    """``key value`` lines (vmstat, memory.stat, cpu.stat, /proc/<pid>/io with ':')."""
-    out: dict[str, float] = {}
-    for line in (text or "").splitlines():
-        parts = line.replace(":", " ").split()
-        if len(parts) >= 2:
-            try:
-                out[parts[0]] = float(parts[1])
-            except ValueError:
-                continue
-    return out
-
-
-def block_device_of(path: str | Path, sys_root: Path = Path("/sys")) -> str:
-    """The whole-disk name (``vda``, ``nvme0n1``) holding ``path``."""
-    st = os.stat(path)
-    major, minor = os.major(st.st_dev), os.minor(st.st_dev)
-    link = sys_root / "dev" / "block" / f"{major}:{minor}"
-    try:
-        target = link.resolve(strict=True)
+        if pure_v2:
+            (root / name).mkdir(parents=True, exist_ok=True)
+            if memory_limit is not None:
+                (root / name / "memory.max").write_text(str(int(memory_limit)))
+        else:
+            (root / "unified" / name).mkdir(parents=True, exist_ok=True)
+            for hierarchy in ("memory", "cpuacct"):
+                if (root / hierarchy).is_dir():
+                    (root / hierarchy / name).mkdir(parents=True, exist_ok=True)
+            if memory_limit is not None:
+                (root / "memory" / name / "memory.limit_in_bytes").write_text(
+                    str(int(memory_limit))
+                )
     except OSError as exc:
-        raise SourceError(
-            f"{path}: no block device behind it ({major}:{minor}, e.g. overlay or "
-            "tmpfs); pass the device name"
-        ) from exc
-    if (target / "partition").exists():
-        target = target.parent
-    return target.name
+        raise SourceError(f"cannot create cgroup {name!r}: {exc.strerror or exc}") from exc
+    return Cgroup.find(name, root)
 
 
-@dataclass(frozen=True)
-class Cgroup:
-    """Where one workload's cgroup lives in each hierarchy (v2 and, on hybrid hosts, v1)."""
-
-    name: str
-    unified: Path | None
-    memory_v1: Path | None
-    cpuacct_v1: Path | None
-
-    @classmethod
-    def find(cls, name: str, root: Path = Path("/sys/fs/cgroup")) -> Cgroup:
-        name = name.strip("/")
-        pure_v2 = (root / "cgroup.controllers").exists()
-        unified = root / name if pure_v2 else root / "unified" / name
-        memory = root / "memory" / name
-        cpuacct = root / "cpuacct" / name
-        found = cls(
-            name,
-            unified if unified.is_dir() else None,
-            None if pure_v2 or not memory.is_dir() else memory,
-            None if pure_v2 or not cpuacct.is_dir() else cpuacct,
-        )
-        if found.unified is None and found.memory_v1 is None:
-            raise SourceError(f"no cgroup {name!r} under {root}")
-        return found
-
-    @classmethod
-    def create(
-        cls, name: str, *, memory_limit: int | None = None, root: Path = Path("/sys/fs/cgroup")
-    ) -> Cgroup:
-        """Make the cgroup in every hierarchy that takes it (v2; v1 memory and cpuacct on
-        hybrid hosts), with an optional memory limit in bytes."""
-        name = name.strip("/")
-        pure_v2 = (root / "cgroup.controllers").exists()
+def add_to_cgroup(group: Cgroup, pid: int) -> None:
+    """Move process ``pid`` into ``group`` in every hierarchy."""
+    for directory in group.directories():
         try:
-            if pure_v2:
-                (root / name).mkdir(parents=True, exist_ok=True)
-                if memory_limit is not None:
-                    (root / name / "memory.max").write_text(str(int(memory_limit)))
-            else:
-                (root / "unified" / name).mkdir(parents=True, exist_ok=True)
-                for hierarchy in ("memory", "cpuacct"):
-                    if (root / hierarchy).is_dir():
-                        (root / hierarchy / name).mkdir(parents=True, exist_ok=True)
-                if memory_limit is not None:
-                    (root / "memory" / name / "memory.limit_in_bytes").write_text(
-                        str(int(memory_limit))
-                    )
+            (directory / "cgroup.procs").write_text(str(pid))
         except OSError as exc:
-            raise SourceError(f"cannot create cgroup {name!r}: {exc.strerror or exc}") from exc
-        return cls.find(name, root)
+            raise SourceError(f"cannot move {pid} into {directory}: {exc.strerror}") from exc
 
-    def directories(self) -> list[Path]:
-        return [p for p in (self.unified, self.memory_v1, self.cpuacct_v1) if p is not None]
 
-    def add(self, pid: int) -> None:
-        """Move process ``pid`` into the cgroup in every hierarchy."""
-        for directory in self.directories():
+def remove_cgroup(group: Cgroup) -> None:
+    """Remove the (empty) cgroup directories; best effort."""
+    for directory in group.directories():
+        for _ in range(50):  # processes may take a moment to leave after exit
             try:
-                (directory / "cgroup.procs").write_text(str(pid))
-            except OSError as exc:
-                raise SourceError(f"cannot move {pid} into {directory}: {exc.strerror}") from exc
-
-    def pids(self) -> list[int]:
-        directory = self.unified or self.memory_v1
-        assert directory is not None
-        text = _read(directory / "cgroup.procs") or ""
-        return [int(p) for p in text.split() if p.isdigit()]
-
-    def remove(self) -> None:
-        """Remove the (empty) cgroup directories; best effort."""
-        for directory in self.directories():
-            for _ in range(50):  # processes may take a moment to leave after exit
-                try:
-                    directory.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
+                directory.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.02)
 
 
 @contextmanager
@@ -184,11 +145,11 @@ def temporary_cgroup(
     name: str, *, memory_limit: int | None = None, root: Path = Path("/sys/fs/cgroup")
 ) -> Iterator[Cgroup]:
     """A cgroup for the duration of a block (created, then removed)."""
-    group = Cgroup.create(name, memory_limit=memory_limit, root=root)
+    group = create_cgroup(name, memory_limit=memory_limit, root=root)
     try:
         yield group
     finally:
-        group.remove()
+        remove_cgroup(group)
 
 
 class LinuxCounters:
@@ -226,102 +187,66 @@ class LinuxCounters:
         host = os.uname().nodename
         self.entity = entity or (host if self.cgroup is None else f"{host}/{self.cgroup.name}")
         self._last: Reading | None = None
-        if self._disk(_read(proc / "diskstats")) is None:
+        if self.device not in read_diskstats(proc):
             raise SourceError(f"{proc / 'diskstats'}: no device {self.device!r}")
+        # the io.stat line of the device (cgroup v2): its MAJ:MIN
+        self._device_number = block_device_number(self.device, sys_root)
 
     # -- reading ------------------------------------------------------------------------------
 
     def read(self) -> Reading:
         values: dict[str, float] = {}
-        stat = (_read(self.proc / "stat") or "").split("\n", 1)[0].split()
-        if stat and stat[0] == "cpu":
-            ticks = [float(v) for v in stat[1:]] + [0.0] * 10
+        stat = _optional(read_stat, self.proc)
+        cpu = {} if stat is None else stat.cpu
+        if cpu:
+            ticks = [cpu.get(name, 0.0) for name in CPU_FIELDS]
             values["cpu.user_ticks"] = ticks[0] + ticks[1]
             values["cpu.system_ticks"] = ticks[2] + ticks[5] + ticks[6]
             values["cpu.iowait_ticks"] = ticks[4]
-        disk = self._disk(_read(self.proc / "diskstats"))
+        disk = read_diskstats(self.proc).get(self.device)
         if disk is not None:
-            values.update(disk)
-        vm = _keyed(_read(self.proc / "vmstat"))
+            values.update(_disk_values(disk))
+        vm = _optional(read_vmstat, self.proc) or {}
         if "pgmajfault" in vm:
             values["vm.pgmajfault"] = vm["pgmajfault"]
         refault = vm.get("workingset_refault_file", vm.get("workingset_refault"))
         if refault is not None:
             values["vm.refault"] = refault
-        meminfo = _keyed(_read(self.proc / "meminfo"))
+        meminfo = _optional(read_meminfo, self.proc) or {}
         if "MemTotal" in meminfo:
-            values["mem.total"] = meminfo["MemTotal"] * 1024
+            values["mem.total"] = meminfo["MemTotal"]
         if "MemAvailable" in meminfo:
-            values["mem.available"] = meminfo["MemAvailable"] * 1024
+            values["mem.available"] = meminfo["MemAvailable"]
         pids: dict[int, dict[str, float]] = {}
         if self.cgroup is not None:
             values.update(self._cgroup(values.get("mem.total")))
             pids = self._pid_io()
         return Reading(time.monotonic(), datetime.now(UTC), values, pids)
 
-    def _disk(self, text: str | None) -> dict[str, float] | None:
-        for line in (text or "").splitlines():
-            parts = line.split()
-            if len(parts) >= 14 and parts[2] == self.device:
-                f = [float(v) for v in parts[3:14]]
-                return {
-                    "disk.reads_n": f[0],
-                    "disk.read_sectors": f[2],
-                    "disk.writes_n": f[4],
-                    "disk.write_sectors": f[6],
-                    "disk.io_ms": f[9],
-                    "disk.weighted_ms": f[10],
-                }
-        return None
-
     def _cgroup(self, mem_total: float | None) -> dict[str, float]:
         assert self.cgroup is not None
+        got = read_cgroup_counters(self.cgroup, self._device_number)
         out: dict[str, float] = {}
-        group = self.cgroup
-        if group.unified is not None:
-            cpu = _keyed(_read(group.unified / "cpu.stat"))
-            if "user_usec" in cpu:
-                out["cg.user_usec"] = cpu["user_usec"]
-                out["cg.system_usec"] = cpu.get("system_usec", 0.0)
-            some = _pressure(_read(group.unified / "io.pressure"))
-            if some is not None:
-                out["cg.psi_io_usec"] = some
-            io = _io_stat(_read(group.unified / "io.stat"), self._device_number())
-            out.update(io)
-            if group.memory_v1 is None:
-                mem = _keyed(_read(group.unified / "memory.stat"))
-                if "anon" in mem:
-                    out["cg.mem.anon"] = mem["anon"]
-                    out["cg.refault"] = mem.get("workingset_refault_file", 0.0)
-                limit = _read(group.unified / "memory.max")
-                if limit is not None:
-                    out["cg.mem.limit"] = _limit(limit, mem_total)
-        if group.memory_v1 is not None:
-            mem = _keyed(_read(group.memory_v1 / "memory.stat"))
-            if "rss" in mem:
-                out["cg.mem.anon"] = mem["rss"]
-                out["cg.refault"] = mem.get(
-                    "workingset_refault_file", mem.get("workingset_refault", 0.0)
-                )
-            limit = _read(group.memory_v1 / "memory.limit_in_bytes")
-            if limit is not None:
-                out["cg.mem.limit"] = _limit(limit, mem_total)
-        if "cg.user_usec" not in out and group.cpuacct_v1 is not None:
-            acct = _keyed(_read(group.cpuacct_v1 / "cpuacct.stat"))
-            if "user" in acct:
-                out["cg.user_usec"] = acct["user"] / _TICKS * 1e6
-                out["cg.system_usec"] = acct.get("system", 0.0) / _TICKS * 1e6
+        if got.user_usec is not None:
+            out["cg.user_usec"] = got.user_usec
+            out["cg.system_usec"] = got.system_usec or 0.0
+        if got.io_some_usec is not None:
+            out["cg.psi_io_usec"] = got.io_some_usec
+        out.update({f"cg.io.{name}": value for name, value in got.io.items()})
+        if got.mem_anon is not None:
+            out["cg.mem.anon"] = got.mem_anon
+            out["cg.refault"] = got.mem_refault or 0.0
+        if got.mem_limit is not None:  # unlimited: what the machine has
+            out["cg.mem.limit"] = (
+                min(got.mem_limit, mem_total) if mem_total is not None else got.mem_limit
+            )
         return out
-
-    def _device_number(self) -> str | None:
-        text = _read(self.sys_root / "block" / self.device / "dev")
-        return text.strip() if text else None
 
     def _pid_io(self) -> dict[int, dict[str, float]]:
         assert self.cgroup is not None
         out = {}
         for pid in self.cgroup.pids():
-            io = _keyed(_read(self.proc / str(pid) / "io"))
+            io = read_process_io(pid, self.proc)
             if io:
                 out[pid] = io
         return out
@@ -345,13 +270,13 @@ class LinuxCounters:
             if value is not None:  # a counter that went backwards was reset: count 0, not < 0
                 out[name] = max(value * factor, 0.0)
 
-        put("cpu.user", delta("cpu.user_ticks"), 1.0 / _TICKS)
-        put("cpu.system", delta("cpu.system_ticks"), 1.0 / _TICKS)
-        put("cpu.iowait", delta("cpu.iowait_ticks"), 1.0 / _TICKS)
+        put("cpu.user", delta("cpu.user_ticks"), 1.0 / TICKS)
+        put("cpu.system", delta("cpu.system_ticks"), 1.0 / TICKS)
+        put("cpu.iowait", delta("cpu.iowait_ticks"), 1.0 / TICKS)
         put("disk.reads", delta("disk.reads_n"))
-        put("disk.read_bytes", delta("disk.read_sectors"), _SECTOR)
+        put("disk.read_bytes", delta("disk.read_sectors"), SECTOR)
         put("disk.writes", delta("disk.writes_n"))
-        put("disk.write_bytes", delta("disk.write_sectors"), _SECTOR)
+        put("disk.write_bytes", delta("disk.write_sectors"), SECTOR)
         put("disk.busy", delta("disk.io_ms"), 1e-3)
         put("disk.inflight", delta("disk.weighted_ms"), 1e-3)
         put("mem.refault", delta("vm.refault"))
@@ -399,37 +324,23 @@ class LinuxCounters:
         return pd.DataFrame(rows, columns=["time", "entity", "counter", "value"])
 
 
-def _pressure(text: str | None) -> float | None:
-    for line in (text or "").splitlines():
-        if line.startswith("some"):
-            for part in line.split():
-                if part.startswith("total="):
-                    return float(part[6:])
-    return None
+def _optional(read: Callable[[Path], _T], proc: Path) -> _T | None:
+    """A machine-wide file that cannot be read gives no counters, not an error."""
+    try:
+        return read(proc)
+    except SourceError:
+        return None
 
 
-def _limit(text: str, mem_total: float | None) -> float:
-    raw = text.strip()
-    value = float("inf") if raw == "max" else float(raw)
-    return min(value, mem_total) if mem_total is not None else value
-
-
-def _io_stat(text: str | None, device: str | None) -> dict[str, float]:
-    """cgroup v2 io.stat line of ``device`` (``MAJ:MIN rbytes=… wbytes=… rios=… wios=…``)."""
-    if device is None:
-        return {}
-    for line in (text or "").splitlines():
-        parts = line.split()
-        if parts and parts[0] == device:
-            fields = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
-            names = {
-                "rbytes": "read_bytes",
-                "wbytes": "write_bytes",
-                "rios": "reads",
-                "wios": "writes",
-            }
-            return {f"cg.io.{names[k]}": float(v) for k, v in fields.items() if k in names}
-    return {}
+def _disk_values(disk: DiskStats) -> dict[str, float]:
+    return {
+        "disk.reads_n": disk.reads,
+        "disk.read_sectors": disk.read_sectors,
+        "disk.writes_n": disk.writes,
+        "disk.write_sectors": disk.write_sectors,
+        "disk.io_ms": disk.io_ms,
+        "disk.weighted_ms": disk.weighted_ms,
+    }
 
 
 def _pid_rates(
@@ -439,20 +350,8 @@ def _pid_rates(
     with_io: bool,
 ) -> dict[str, float]:
     """Σ over the cgroup's processes of /proc/<pid>/io deltas (new processes count from 0)."""
-    keys = {
-        "syscr": "cg.app.read_ops",
-        "rchar": "cg.app.read_bytes",
-        "syscw": "cg.app.write_ops",
-        "wchar": "cg.app.write_bytes",
-    }
+    keys = {key: f"cg.app.{name}" for key, name in IO_SYSCALLS.items()}
     if with_io:
         keys |= {"read_bytes": "cg.io.read_bytes", "write_bytes": "cg.io.write_bytes"}
-    totals = dict.fromkeys(keys.values(), 0.0)
-    for pid, now in after.items():
-        then = before.get(pid, {})
-        for key, name in keys.items():
-            if key in now:
-                totals[name] += max(now[key] - then.get(key, 0.0), 0.0)
-    if not after:
-        return {}
-    return {name: total / dt for name, total in totals.items()}
+    growth = io_growth(before, after, keys)
+    return {keys[key]: total / dt for key, total in growth.items()}

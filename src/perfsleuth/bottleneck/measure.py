@@ -5,7 +5,7 @@ machine's CPU is sampled first and a busy machine is refused (``force`` override
 profile records how busy it was). Then fio (or the built-in O_DIRECT generator) runs each
 request kind — random and sequential, reads and writes, direct — at several sizes and depths,
 plus buffered sequential reads and writes whose block-device counts give the read-ahead and
-write-back request sizes; :func:`~perfsleuth.bottleneck.calibration.fit_profile` fits the
+write-back request sizes; :func:`~perfsleuth.bottleneck.kernels.calibration.fit_profile` fits the
 regressions.
 """
 
@@ -20,11 +20,12 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from perfsleuth.bottleneck.calibration import Measurement, Profile, fit_profile
-from perfsleuth.bottleneck.linux import LinuxCounters, block_device_of
-from perfsleuth.bottleneck.model import Model
+from perfsleuth.bottleneck.kernels.calibration import Measurement, Profile, fit_profile
+from perfsleuth.bottleneck.kernels.model import Model
+from perfsleuth.bottleneck.linux import LinuxCounters
 from perfsleuth.bottleneck.workloads import Job, builtin_io, fio_path, fio_version, run_job
 from perfsleuth.errors import PerfsleuthError, SourceError
+from perfsleuth.sources.procfs import PAGE, block_device_of, read_meminfo, read_stat
 
 __all__ = [
     "BusyMachineError",
@@ -120,28 +121,17 @@ class Plan:
 
 def machine_busy(seconds: float = 1.0, proc: Path = Path("/proc")) -> float:
     """Share of all CPUs' time not idle over ``seconds`` (from /proc/stat)."""
-
-    def ticks() -> tuple[float, float]:
-        fields = (proc / "stat").read_text().split("\n", 1)[0].split()[1:]
-        values = [float(v) for v in fields[:8]]
-        return values[3] + values[4], sum(values)  # idle + iowait, total
-
-    idle0, total0 = ticks()
+    busy0, total0 = read_stat(proc).busy_and_total()
     time.sleep(seconds)
-    idle1, total1 = ticks()
+    busy1, total1 = read_stat(proc).busy_and_total()
     if total1 <= total0:
         return 0.0
-    return 1.0 - (idle1 - idle0) / (total1 - total0)
+    return (busy1 - busy0) / (total1 - total0)
 
 
 def machine_facts(proc: Path = Path("/proc")) -> dict[str, float]:
     """What is read, not measured: CPUs, memory, page size."""
-    meminfo = {}
-    for line in (proc / "meminfo").read_text().splitlines():
-        key, _, rest = line.partition(":")
-        parts = rest.split()
-        if parts:
-            meminfo[key] = float(parts[0]) * 1024
+    meminfo = read_meminfo(proc)
     total = meminfo.get("MemTotal", 0.0)
     available = meminfo.get("MemAvailable", total)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -149,7 +139,7 @@ def machine_facts(proc: Path = Path("/proc")) -> dict[str, float]:
         "ncpu": float(cpus or 1),
         "mem_total": total,
         "mem_reserved": max(total - available, 256.0 * 2**20),
-        "page_size": float(os.sysconf("SC_PAGE_SIZE")),
+        "page_size": PAGE,
     }
 
 

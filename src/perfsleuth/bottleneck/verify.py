@@ -4,7 +4,7 @@ As in Blake & Breese §3.2, each sweep runs a synthetic workload that exercises 
 while one workload parameter takes a series of values (the request size of sequential reads,
 say), logs the real counters, and applies the same workloads to the model. The comparison is
 the paper's figures 3–4; the residuals of all cases train the Gaussian error model
-(:func:`~perfsleuth.bottleneck.errormodel.learn_error_model`).
+(:func:`~perfsleuth.bottleneck.kernels.errormodel.learn_error_model`).
 
 The workload of a case is known: fio's own rates and request sizes and its user CPU; the
 cgroup's resident memory; and what other processes did meanwhile (machine counters minus the
@@ -22,9 +22,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from perfsleuth.bottleneck.calibration import job_parameters
-from perfsleuth.bottleneck.errormodel import ErrorModel, learn_error_model
-from perfsleuth.bottleneck.model import Model
+from perfsleuth.bottleneck.kernels.calibration import job_parameters
+from perfsleuth.bottleneck.kernels.errormodel import ErrorModel, learn_error_model
+from perfsleuth.bottleneck.kernels.model import Model
 from perfsleuth.bottleneck.workloads import Job, JobResult, run_job
 
 __all__ = [

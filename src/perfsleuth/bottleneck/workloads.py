@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perfsleuth.bottleneck.linux import Cgroup, LinuxCounters, temporary_cgroup
+from perfsleuth.bottleneck.linux import LinuxCounters, add_to_cgroup, temporary_cgroup
 from perfsleuth.errors import SourceError
+from perfsleuth.sources.procfs import Cgroup
 
 __all__ = ["Job", "JobResult", "builtin_io", "fio_path", "fio_version", "run_job"]
 
@@ -210,7 +211,7 @@ def _run(
     )
     try:
         if group is not None:
-            group.add(process.pid)
+            add_to_cgroup(group, process.pid)
         counters = LinuxCounters(cgroup=group, device=device)
         assert process.stdin is not None
         process.stdin.write("go\n")

@@ -1,4 +1,5 @@
-"""``perfsleuth collect``: run the local collector until stopped (SIGTERM/SIGINT)."""
+"""``perfsleuth collect`` (this machine, into the store or a counter file) and
+``perfsleuth import`` (sar, pidstat, perfmon files into the store)."""
 
 from __future__ import annotations
 
@@ -8,57 +9,68 @@ from typing import Annotated
 
 import typer
 
-from perfsleuth.errors import DataError
-
 __all__ = ["ImportFormat", "collect_command", "import_command"]
 
 
 def collect_command(
-    store: Annotated[Path, typer.Option("--store", help="Store file to write into.")] = Path(
-        "perfsleuth.duckdb"
-    ),
+    store: Annotated[
+        Path | None,
+        typer.Option("--store", help="Store file to write into [default: perfsleuth.duckdb]."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Counter frame file (.csv, .parquet) instead of a store."),
+    ] = None,
     interval: Annotated[str, typer.Option(help="Time between samples, e.g. 1s, 500ms.")] = "1s",
+    seconds: Annotated[
+        str | None, typer.Option(help="Stop after this long, e.g. 60, 5m (default: when stopped).")
+    ] = None,
+    samples: Annotated[int | None, typer.Option(help="Stop after this many samples.")] = None,
+    cgroup: Annotated[
+        str | None,
+        typer.Option(help="Also a workload's cgroup (relative to /sys/fs/cgroup)."),
+    ] = None,
+    device: Annotated[
+        str | None,
+        typer.Option(help="Only this disk's counters (and the cgroup's I/O on it)."),
+    ] = None,
     batch: Annotated[int, typer.Option(help="Samples per committed transaction.")] = 10,
     node: Annotated[str | None, typer.Option(help="Node name (default: the host name).")] = None,
     keep_raw: Annotated[
         str | None,
-        typer.Option(help="Roll raw samples older than this up to hourly aggregates, e.g. 7d."),
-    ] = None,
-    samples: Annotated[
-        int | None, typer.Option(help="Stop after this many samples (default: run until stopped).")
+        typer.Option(help="Roll raw samples older than this up to hourly, e.g. 7d."),
     ] = None,
     no_io: Annotated[bool, typer.Option("--no-io", help="Do not read /proc/<pid>/io.")] = False,
     commits: Annotated[
         bool, typer.Option("--commits", help="Print one JSON line per committed batch on stdout.")
     ] = False,
 ) -> None:
-    """Sample per-process CPU, memory and I/O and the OS counters into the store."""
+    """Sample this machine's processes (CPU, memory, I/O) and OS counters into the store.
+
+    Runs until stopped (SIGTERM, Ctrl-C), --seconds or --samples. With --cgroup, a workload's
+    counters are sampled too, as `perfsleuth bottleneck infer STORE` needs them.
+    """
     import json
     import signal
+    import tempfile
     import threading
 
     from perfsleuth.collect.collector import Collector, Commit
-    from perfsleuth.config import parse_duration
+    from perfsleuth.durations import parse_duration
     from perfsleuth.errors import ConfigError
     from perfsleuth.store import Store
 
-    text = interval.strip().lower()
+    every = _seconds(interval, "--interval")
+    until = None if seconds is None else _seconds(seconds, "--seconds")
     try:
-        seconds = (
-            float(text[:-2]) / 1000.0
-            if text.endswith("ms")
-            else parse_duration(text).total_seconds()
-        )
         keep = None if keep_raw is None else parse_duration(keep_raw)
     except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
-    stop = threading.Event()
-
-    def _stop(signum: int, frame: object) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
+        raise ConfigError(f"--keep-raw: {exc}") from exc
+    if out is not None:
+        if store is not None:
+            raise ConfigError("--store and --out: give one (a store, or a counter file)")
+        if out.suffix.lower() not in (".csv", ".parquet"):
+            raise ConfigError(f"--out {out}: write a .csv or a .parquet file")
 
     def _print(commit: Commit) -> None:
         if commits:
@@ -71,9 +83,68 @@ def collect_command(
             }
             typer.echo(json.dumps(line))
 
-    with Store(store) as db:
-        collector = Collector(db, node=node, batch=batch, with_io=not no_io)
-        collector.run(seconds, stop, keep_raw=keep, on_commit=_print, samples=samples)
+    def _collect(path: Path) -> None:
+        with Store(path) as db:
+            collector = Collector(
+                db, node=node, batch=batch, with_io=not no_io, cgroup=cgroup, device=device
+            )
+            stop = threading.Event()
+            before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+            for sig in before:  # a stop commits what is pending, then returns
+                signal.signal(sig, lambda signum, frame: stop.set())
+            try:
+                collector.run(
+                    every, stop, keep_raw=keep, on_commit=_print, samples=samples, seconds=until
+                )
+            finally:
+                for sig, handler in before.items():
+                    if handler is not None:
+                        signal.signal(sig, handler)
+
+    if out is None:
+        _collect(Path("perfsleuth.duckdb") if store is None else store)
+        return
+    with tempfile.TemporaryDirectory(prefix="perfsleuth-collect-") as scratch:
+        _collect(Path(scratch) / "collect.duckdb")
+        with Store(Path(scratch) / "collect.duckdb", read_only=True) as db:
+            frame = db.read_frame("counter")
+    _write_counters(frame, out)
+
+
+def _seconds(text: str, option: str) -> float:
+    """A number of seconds (``60``, ``0.5``) or a duration (``500ms``, ``5m``)."""
+    from perfsleuth.durations import parse_duration
+    from perfsleuth.errors import ConfigError
+
+    try:
+        return parse_duration(float(text) if _is_number(text) else text).total_seconds()
+    except ValueError as exc:
+        raise ConfigError(f"{option}: {exc}") from exc
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _write_counters(frame: object, out: Path) -> None:
+    import pandas as pd
+
+    from perfsleuth.errors import SourceError
+
+    assert isinstance(frame, pd.DataFrame)
+    try:
+        if out.suffix.lower() == ".parquet":
+            frame.to_parquet(out, index=False)
+        else:
+            frame.to_csv(out, index=False)
+    except OSError as exc:
+        raise SourceError(f"{out}: cannot write: {exc.strerror or exc}") from exc
+    counters = frame["counter"].nunique()
+    typer.echo(f"{len(frame):,} rows ({counters} counters) → {out}", err=True)
 
 
 class ImportFormat(StrEnum):
@@ -103,29 +174,26 @@ def import_command(
     """Import existing sar, pidstat or perfmon data into the store (one JSON line per file)."""
     import json
 
-    from perfsleuth.store import Store
+    from perfsleuth.run import Input, Outputs, Plan, run
+    from perfsleuth.sources.perfmon import has_processes
+    from perfsleuth.sources.specs import PerfmonSource, PidstatSource, SarSource, Source
 
-    with Store(store) as db:
-        for path in files:
-            written: dict[str, int] = {}
-            if format is ImportFormat.sar:
-                from perfsleuth.sources.sysstat import read_sar
-
-                written["counter"] = db.write_frame(read_sar(path), "counter", source=str(path))
-            elif format is ImportFormat.pidstat:
-                from perfsleuth.sources.sysstat import read_pidstat
-
-                frame = read_pidstat(path, node=node, tz=tz)
-                written["process"] = db.write_frame(frame, "process", source=str(path))
-            else:
-                from perfsleuth.sources.perfmon import perfmon_processes, read_perfmon
-
-                counters = read_perfmon(path)
-                written["counter"] = db.write_frame(counters, "counter", source=str(path))
-                try:
-                    processes = perfmon_processes(path)
-                except DataError:  # a log without Process(*) counters: counters only
-                    processes = None
-                if processes is not None:
-                    written["process"] = db.write_frame(processes, "process", source=str(path))
-            typer.echo(json.dumps({"file": str(path), "format": format.value, "rows": written}))
+    for path in files:
+        sources: list[Source]
+        if format is ImportFormat.sar:
+            sources = [SarSource(kind="sar", path=path)]
+        elif format is ImportFormat.pidstat:
+            sources = [PidstatSource(kind="pidstat", path=path, node=node, tz=tz)]
+        else:
+            sources = [PerfmonSource(kind="perfmon", path=path, contract="counter")]
+            if has_processes(path):
+                sources.append(PerfmonSource(kind="perfmon", path=path, contract="process"))
+        plan = Plan(
+            tuple(Input(s.contract, s.contract, (s,)) for s in sources),
+            (),
+            Outputs(store=store),
+            command=f"perfsleuth import {format.value} {path}",
+        )
+        loaded = run(plan).loaded
+        written = {info.contract: info.rows for info in loaded.sources}
+        typer.echo(json.dumps({"file": str(path), "format": format.value, "rows": written}))

@@ -1,6 +1,6 @@
 """The local collector: per-process samples and OS counters into the store, in batches.
 
-Each sample reads cumulative counters (:mod:`perfsleuth.collect.procfs`) and turns them into
+Each sample reads cumulative counters (:mod:`perfsleuth.sources.procfs`) and turns them into
 rates over the interval since the previous sample: process CPU in cores, I/O in bytes per
 interval, OS counters per second. Samples accumulate in memory and are committed every
 ``batch`` samples in **one** transaction together with the *cursor* (the cumulative values of
@@ -12,6 +12,18 @@ so a reused pid never inherits another process's CPU.
 
 :meth:`Collector.rollup` folds raw rows older than a cut-off into hourly aggregates
 (``processes_hourly``, ``samples_hourly``) and deletes them, in one transaction.
+
+With a workload's cgroup (``cgroup``), each sample also reads that cgroup's counters — the
+ones the bottleneck model needs to tell a workload from its neighbours — as ``workload.*``
+counters: ``workload.cpu.user`` / ``system`` (cores), ``workload.psi.io`` (share of time
+stalled on I/O), ``workload.io.read_bytes`` / ``write_bytes`` / ``reads`` / ``writes`` (its
+io.stat line of the block device; without one, Σ /proc/<pid>/io bytes of its processes),
+``workload.app.read_ops`` / ``read_bytes`` / ``write_ops`` / ``write_bytes`` (Σ /proc/<pid>/io
+syscalls and bytes of its processes), ``workload.mem.refault`` (pages/s), ``workload.mem.anon``
+and ``workload.mem.limit`` (bytes; MemTotal when unlimited).
+:mod:`perfsleuth.bottleneck.importers` maps them to the model's ``cg.*`` counters. Their
+rates start afresh with each run of the collector (their last values are not in the cursor,
+which knows no cgroup): the first interval after a (re)start has the levels only.
 """
 
 from __future__ import annotations
@@ -30,15 +42,24 @@ from typing import Final
 import duckdb
 import pandas as pd
 
-from perfsleuth.collect.procfs import (
+from perfsleuth.errors import ConfigError, SourceError
+from perfsleuth.sources.procfs import (
+    IGNORED_DEVICES,
+    IO_SYSCALLS,
     TICKS,
+    Cgroup,
     ProcessReading,
+    block_device_number,
+    block_device_of,
     boot_time,
-    read_cgroup,
+    io_growth,
+    read_cgroup_counters,
+    read_diskstats,
     read_os,
+    read_own_cgroup,
+    read_process_io,
     read_processes,
 )
-from perfsleuth.errors import ConfigError
 from perfsleuth.store import Store
 
 __all__ = ["Collector", "Commit", "Rollup"]
@@ -99,16 +120,28 @@ _TABLES: Final = (
     )""",
 )
 
-# Base units (perfsleuth.units), so the store's counter frame needs no conversion.
-_UNITS: Final = {"cpu.": "cores", "disk.": "bytes/s", "mem.": "bytes", "cgroup.memory": "bytes"}
+# /proc/<pid>/io of the workload's processes → workload counter names
+_APP_IO: Final = {key: f"workload.app.{name}" for key, name in IO_SYSCALLS.items()}
+_PID_IO: Final = {"read_bytes": "workload.io.read_bytes", "write_bytes": "workload.io.write_bytes"}
 
 
 def _unit(name: str, cumulative: bool) -> str:
-    if name.startswith("cgroup.cpu"):
+    """Base unit (perfsleuth.units) of a counter, so the store's counter frame needs no
+    conversion. Cumulative counters are stored as rates per second."""
+    if name.startswith(("cgroup.cpu", "workload.cpu")):
         return "cores"
-    for prefix, unit in _UNITS.items():
-        if name.startswith(prefix):
-            return "count" if name == "cpu.count" else unit
+    if name == "workload.psi.io":
+        return "fraction"
+    if name.startswith(("disk.", "workload.io.", "workload.app.")):
+        if name.endswith("_bytes"):
+            return "bytes/s"
+        return "" if name.endswith("_ms") else "/s"  # _ms: milliseconds per second
+    if name == "cpu.count":
+        return "count"
+    if name.startswith("cpu."):
+        return "cores"
+    if name.startswith(("mem.", "cgroup.memory", "workload.mem.")) and not cumulative:
+        return "bytes"
     return "/s" if cumulative else ""
 
 
@@ -151,10 +184,16 @@ class Collector:
         Node name on every row (default: the host name).
     batch
         Samples per committed transaction.
-    proc
-        The procfs mount (tests point it elsewhere only for unit tests).
     with_io
-        Read ``/proc/<pid>/io`` (bytes read and written); unreadable files give no value.
+        Read ``/proc/<pid>/io`` (bytes read and written; for a workload, also its syscalls);
+        unreadable files give no value.
+    cgroup
+        A workload's cgroup (relative to ``cgroup_root``) whose counters are sampled too.
+    device
+        Record only this block device's disk counters (and the workload's I/O on it); by
+        default every disk's, and the workload's I/O on the disk holding ``/``.
+    proc, sys_root, cgroup_root
+        Where /proc, /sys and the cgroup mount are (tests point them at fixture trees).
     """
 
     def __init__(
@@ -163,8 +202,12 @@ class Collector:
         *,
         node: str | None = None,
         batch: int = 10,
-        proc: Path = Path("/proc"),
         with_io: bool = True,
+        cgroup: str | None = None,
+        device: str | None = None,
+        proc: Path = Path("/proc"),
+        sys_root: Path = Path("/sys"),
+        cgroup_root: Path = Path("/sys/fs/cgroup"),
     ) -> None:
         if batch < 1:
             raise ConfigError(f"batch must be at least 1 sample, got {batch}")
@@ -173,6 +216,26 @@ class Collector:
         self.batch = batch
         self.proc = proc
         self.with_io = with_io
+        self.device = device
+        if device is not None:
+            disks = sorted(d for d in read_diskstats(proc) if not d.startswith(IGNORED_DEVICES))
+            if device not in disks:
+                raise ConfigError(
+                    f"no block device {device!r} in {proc / 'diskstats'} "
+                    f"(have {', '.join(disks) or 'none'})"
+                )
+        self.workload = None if cgroup is None else Cgroup.find(cgroup, cgroup_root)
+        self._device_number: str | None = None
+        if self.workload is not None:
+            try:
+                disk = device if device is not None else block_device_of("/", sys_root)
+                self._device_number = block_device_number(disk, sys_root)
+            except SourceError as exc:
+                logger.info("%s; the workload's I/O is counted per process", exc)
+        # the workload's cumulative counters and its processes' /proc/<pid>/io at the last
+        # sample of this run (not kept in the cursor: they start afresh with each run)
+        self._workload_last: dict[str, float] | None = None
+        self._workload_pids: dict[int, dict[str, float]] = {}
         self._boot = boot_time(proc)
         self._users: dict[int, str] = {}
         self._pending = _Pending()
@@ -223,9 +286,21 @@ class Collector:
         """
         readings = read_processes(self.proc, with_io=self.with_io)
         cumulative, gauges = read_os(self.proc)
-        more_cumulative, more_gauges = read_cgroup(self.proc)
+        if self.device is not None:
+            mine = f"disk.{self.device}."
+            cumulative = {
+                k: v
+                for k, v in cumulative.items()
+                if not k.startswith("disk.") or k.startswith(mine)
+            }
+        more_cumulative, more_gauges = read_own_cgroup(self.proc)
         cumulative.update(more_cumulative)
         gauges.update(more_gauges)
+        workload: tuple[dict[str, float], dict[int, dict[str, float]]] | None = None
+        if self.workload is not None:
+            counters, levels, pids = self._read_workload(gauges.get("mem.MemTotal"))
+            gauges.update(levels)
+            workload = counters, pids
         stamp = _time.time() if now is None else now
         last = self._last_time
         if last is not None and stamp <= last:
@@ -242,11 +317,10 @@ class Collector:
                 row = self._process_row(r, key, last, interval, ts)
                 if row is not None:
                     pending.processes.append(row)
-            for name, value in cumulative.items():
-                before = self._os.get(name)
-                if before is not None and value >= before:
-                    rate = (value - before) / interval
-                    pending.counters.append((self.node, name, ts, rate, _unit(name, True)))
+            self._rates(self._os, cumulative, interval, ts)
+            if workload is not None and self._workload_last is not None:
+                self._rates(self._workload_last, workload[0], interval, ts)
+                self._app_rates(workload, interval, ts)
             for name, value in gauges.items():
                 pending.counters.append((self.node, name, ts, value, _unit(name, False)))
             pending.counters.append((self.node, "collector.interval_s", ts, interval, "s"))
@@ -258,10 +332,72 @@ class Collector:
             procs = {(r.pid, r.start_ticks): (r.cpu_ticks, r.io_bytes) for r in readings}
         self._procs = procs
         self._os = cumulative
+        if workload is not None:
+            self._workload_last, self._workload_pids = workload
         self._last_time = stamp
         if last is None or len(pending.times) >= self.batch:
             return self.flush()
         return None
+
+    def _rates(
+        self, before: dict[str, float], now: dict[str, float], interval: float, ts: pd.Timestamp
+    ) -> None:
+        """Rows of the cumulative counters' rates (one that went back was reset: no row)."""
+        for name, value in now.items():
+            then = before.get(name)
+            if then is not None and value >= then:
+                rate = (value - then) / interval
+                self._pending.counters.append((self.node, name, ts, rate, _unit(name, True)))
+
+    def _read_workload(
+        self, mem_total: float | None
+    ) -> tuple[dict[str, float], dict[str, float], dict[int, dict[str, float]]]:
+        """The workload cgroup now: cumulative counters (seconds, bytes, counts), levels, and
+        its processes' /proc/<pid>/io."""
+        assert self.workload is not None
+        got = read_cgroup_counters(self.workload, self._device_number)
+        cumulative: dict[str, float] = {}
+        levels: dict[str, float] = {}
+        if got.user_usec is not None:
+            cumulative["workload.cpu.user"] = got.user_usec / 1e6
+            cumulative["workload.cpu.system"] = (got.system_usec or 0.0) / 1e6
+        if got.io_some_usec is not None:
+            cumulative["workload.psi.io"] = got.io_some_usec / 1e6
+        for name, value in got.io.items():
+            cumulative[f"workload.io.{name}"] = value
+        if got.mem_anon is not None:
+            levels["workload.mem.anon"] = got.mem_anon
+            cumulative["workload.mem.refault"] = got.mem_refault or 0.0
+        if got.mem_limit is not None:  # unlimited: what the machine has
+            levels["workload.mem.limit"] = (
+                got.mem_limit if mem_total is None else min(got.mem_limit, mem_total)
+            )
+        pids: dict[int, dict[str, float]] = {}
+        if self.with_io:
+            for pid in self.workload.pids():
+                io = read_process_io(pid, self.proc)
+                if io:
+                    pids[pid] = io
+        return cumulative, levels, pids
+
+    def _app_rates(
+        self,
+        workload: tuple[dict[str, float], dict[int, dict[str, float]]],
+        interval: float,
+        ts: pd.Timestamp,
+    ) -> None:
+        """Σ /proc/<pid>/io growth of the workload's processes, per second; its bytes stand
+        for the cgroup's device I/O when io.stat gave none."""
+        counters, pids = workload
+        names = dict(_APP_IO)
+        if "workload.io.read_bytes" not in counters:
+            names |= _PID_IO
+        growth = io_growth(self._workload_pids, pids, names)
+        for key, total in growth.items():
+            name = names[key]
+            self._pending.counters.append(
+                (self.node, name, ts, total / interval, _unit(name, True))
+            )
 
     def _process_row(
         self,
@@ -438,12 +574,16 @@ class Collector:
         keep_raw: timedelta | None = None,
         on_commit: Callable[[Commit], None] | None = None,
         samples: int | None = None,
+        seconds: float | None = None,
     ) -> None:
-        """Sample every ``interval`` seconds (on a fixed grid) until ``stop`` is set or
-        ``samples`` samples were taken; commit what is pending on the way out. With
-        ``keep_raw``, raw rows older than that are rolled up once an hour."""
+        """Sample every ``interval`` seconds (on a fixed grid) until ``stop`` is set,
+        ``samples`` samples were taken or ``seconds`` have passed (the last sample is taken
+        then); commit what is pending on the way out. With ``keep_raw``, raw rows older than
+        that are rolled up once an hour."""
         if not interval > 0:
             raise ConfigError(f"interval must be positive, got {interval}")
+        if seconds is not None and not seconds > 0:
+            raise ConfigError(f"seconds must be positive, got {seconds}")
         origin = _time.monotonic()
         taken = 0
         next_rollup = 0.0
@@ -458,7 +598,12 @@ class Collector:
                     logger.info("rolled up %d process rows", done.process_rows)
                     next_rollup = _time.monotonic() + 3600.0
                 elapsed = _time.monotonic() - origin
-                stop.wait(interval - elapsed % interval)
+                wait = interval - elapsed % interval
+                if seconds is not None:
+                    if seconds - elapsed <= 0.01 * interval:
+                        break
+                    wait = min(wait, seconds - elapsed)
+                stop.wait(wait)
         finally:
             commit = self.flush()
             if commit is not None and on_commit is not None:

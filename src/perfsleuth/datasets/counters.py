@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from perfsleuth.bottleneck.errormodel import ErrorModel
-from perfsleuth.bottleneck.model import Model, load_model
+from perfsleuth.bottleneck.kernels.errormodel import ErrorModel
+from perfsleuth.bottleneck.kernels.model import Model, load_model
 from perfsleuth.errors import ConfigError
 
 __all__ = ["SCENARIOS", "CounterRun", "scenario_workload", "simulate_counters", "simulate_scenario"]

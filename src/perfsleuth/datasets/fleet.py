@@ -43,9 +43,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from perfsleuth.config import parse_duration
+from perfsleuth.durations import parse_duration
 from perfsleuth.findings import Finding
-from perfsleuth.process.rules import DEFAULT_RULES, ExceptionRule, NeverAlert, ProcessRules
+from perfsleuth.processes.rules import DEFAULT_RULES, ExceptionRule, NeverAlert, ProcessRules
 
 __all__ = ["SCENARIOS", "FleetRun", "Score", "fleet_rules", "score", "simulate_fleet", "subject"]
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from perfsleuth.process.cli import Check
+from perfsleuth.processes.cli import Check
 
 __all__ = ["fleet_app"]
 
@@ -46,9 +46,9 @@ def fleet_scan_command(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from perfsleuth.cli import _emit
+    from perfsleuth.cli.output import emit
     from perfsleuth.fleet.runner import plan, scan_fleet
-    from perfsleuth.process.rules import load_rules
+    from perfsleuth.processes.rules import load_rules
 
     chosen_rules = load_rules(rules)
     kinds = None if not check else [c.value for c in check]
@@ -71,4 +71,4 @@ def fleet_scan_command(
         findings = scan_fleet(
             work, chosen_rules, kinds, scheduler=scheduler, workers=workers, progress=_advance
         )
-    _emit(ctx, findings, title=f"{len(findings)} finding(s) on {source}")
+    emit(ctx, findings, title=f"{len(findings)} finding(s) on {source}")

@@ -2,7 +2,7 @@
 
 The unit of work is a :class:`Task`: a few partitions (Parquet files, or nodes of a store).
 :func:`scan_task` is pure — it reads its partitions, normalises them and runs
-:func:`perfsleuth.process.scanner.scan_node` per node — so a local process pool and a Dask
+:func:`perfsleuth.processes.scanner.scan_node` per node — so a local process pool and a Dask
 cluster run the very same function on the very same tasks, and their results are identical.
 
 Layouts read: a folder partitioned by node (``node=<name>/*.parquet``, as
@@ -31,8 +31,8 @@ import pandas as pd
 from perfsleuth.errors import ConfigError, DataError, SourceError
 from perfsleuth.findings import Finding, ordered
 from perfsleuth.frames import normalise
-from perfsleuth.process.rules import DEFAULT_RULES, ProcessRules
-from perfsleuth.process.scanner import scan_node
+from perfsleuth.processes.rules import DEFAULT_RULES, ProcessRules
+from perfsleuth.processes.scanner import scan_node
 
 __all__ = ["Task", "plan", "scan_fleet", "scan_task"]
 
@@ -113,7 +113,7 @@ def _process_nodes(path: Path) -> set[str]:
 
 def _read_task(task: Task) -> pd.DataFrame:
     if task.store is not None:
-        from perfsleuth.process.scanner import attach_nodes
+        from perfsleuth.processes.scanner import attach_nodes
         from perfsleuth.store import Store
 
         with Store(task.store, read_only=True) as db:

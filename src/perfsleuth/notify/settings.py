@@ -1,4 +1,4 @@
-"""Notification settings: the ``[notify]`` table of a rules file."""
+"""Notification settings: the ``[notify]`` table of the config (``perfsleuth.toml``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from perfsleuth.config import Duration
+from perfsleuth.durations import Duration
 
 __all__ = ["NotifySettings"]
 

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from perfsleuth.findings import Finding, Severity, ordered
-from perfsleuth.report._common import format_time, summary_counts
+from perfsleuth.report.common import format_time, summary_counts
 
 __all__ = ["SEVERITY_STYLES", "findings_table", "summary_counts"]
 

@@ -13,13 +13,12 @@ sections and its findings with their evidence, and last the **data coverage**.
 
 A :class:`Section` is plain data — title, text, an optional HTML fragment our own code escaped,
 plotly figures and small tables — so each family builds its own
-(``perfsleuth.report.workload.workload_section``) and the page renders them all the same way.
+(``perfsleuth.workload.report.workload_section``) and the page renders them all the same way.
 A section whose ``family`` is set goes into that family's block; others follow the blocks.
 """
 
 from __future__ import annotations
 
-import html
 import logging
 import os
 import tempfile
@@ -39,19 +38,19 @@ from markupsafe import Markup
 from perfsleuth.errors import DataError
 from perfsleuth.findings import EvidenceValue, Finding, Kind, Severity, ordered
 from perfsleuth.frames import Coverage
-from perfsleuth.report._common import (
+from perfsleuth.report.common import (
     FAMILIES,
-    NEXT_STEPS,
     SEVERITY_ORDER,
     family_of,
     format_time,
     format_value,
+    next_step,
     summary_counts,
 )
+from perfsleuth.report.plots import PLOT_TEMPLATE, downsample_indices, plot_text
+from perfsleuth.report.section import Cell, Section, Table
 
 if TYPE_CHECKING:
-    from plotly.graph_objects import Figure
-
     from perfsleuth.sources.transactions import Rejects
 
 __all__ = [
@@ -59,7 +58,6 @@ __all__ = [
     "SeriesLookup",
     "SeriesSource",
     "Table",
-    "downsample_indices",
     "render_html",
     "script_json",
     "write_html",
@@ -81,92 +79,6 @@ SEVERITY_COLOURS: dict[Severity, str] = {
     Severity.INFO: "#2563eb",
     Severity.DEBUG: "#6b7280",
 }
-
-_FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
-_AXIS = {
-    "gridcolor": "#e5e7eb",
-    "linecolor": "#9ca3af",
-    "zeroline": False,
-    "automargin": True,
-    "exponentformat": "SI",  # 3G, not plotly's default 3B, which reads as bytes
-}
-# A small template of our own: plotly's default one adds ~10 kB of JSON to every figure.
-_PLOT_TEMPLATE: dict[str, Any] = {
-    "layout": {
-        "font": {"family": _FONT, "size": 12, "color": "#1f2937"},
-        "paper_bgcolor": "#ffffff",
-        "plot_bgcolor": "#ffffff",
-        "colorway": ["#2563eb"],
-        "xaxis": _AXIS,
-        "yaxis": _AXIS,
-        "margin": {"l": 10, "r": 10, "t": 28, "b": 10},
-        "hoverlabel": {"font": {"family": _FONT}},
-        "showlegend": False,
-    }
-}
-
-
-Cell: TypeAlias = str | int | float
-"""A table cell: text is shown as is (escaped); numbers are right-aligned, floats to 6 digits."""
-
-
-@dataclass(frozen=True, slots=True)
-class Table:
-    """A small table for a :class:`Section`: column headings and rows of cells."""
-
-    columns: tuple[str, ...]
-    rows: tuple[tuple[Cell, ...], ...]
-    caption: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "columns", tuple(self.columns))
-        object.__setattr__(self, "rows", tuple(tuple(row) for row in self.rows))
-        for number, row in enumerate(self.rows, 1):
-            if len(row) != len(self.columns):
-                raise ValueError(
-                    f"table row {number} has {len(row)} cell(s) for {len(self.columns)} column(s)"
-                )
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Section:
-    """A part of the report for one detector family, shown after the findings.
-
-    Parameters
-    ----------
-    title
-        The section's heading.
-    intro
-        A paragraph of plain text (escaped) under the heading.
-    fragment
-        HTML our own code produced with every data string escaped (e.g.
-        ``Markup(fit.summary().html)``). Only a :class:`markupsafe.Markup` is inserted as HTML;
-        a plain ``str`` is escaped like any other text.
-    figures
-        plotly figures (``plotly.graph_objects.Figure``), drawn in a two-column grid (an odd
-        last one takes the full width). Every data string in them must already be escaped for
-        plotly.js, which reads text as a small subset of HTML.
-    tables
-        Small tables shown beside the fragment.
-    family
-        The detector family the section belongs to (a key of
-        :data:`perfsleuth.report._common.FAMILIES`, e.g. ``"changepoint"``): the page shows it
-        in that family's block, before the family's findings. Empty: after the blocks.
-    """
-
-    title: str
-    intro: str = ""
-    fragment: Markup | str | None = None
-    figures: Sequence[Figure] = ()
-    tables: Sequence[Table] = ()
-    family: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "figures", tuple(self.figures))
-        object.__setattr__(self, "tables", tuple(self.tables))
-        if self.family and self.family not in FAMILIES:
-            known = ", ".join(FAMILIES)
-            raise ValueError(f"unknown family {self.family!r}; known: {known}")
 
 
 def render_html(
@@ -218,6 +130,10 @@ def render_html(
     if when.tzinfo is None or when.utcoffset() is None:
         raise ValueError(f"generated must be timezone-aware, got naive {when.isoformat()}")
     parts = list(sections)
+    for part in parts:
+        if isinstance(part, Section) and part.family and part.family not in FAMILIES:
+            known = ", ".join(FAMILIES)
+            raise ValueError(f"section {part.title!r}: unknown family {part.family!r}; {known}")
     rendered = [_family(number, part) for number, part in enumerate(parts, 1)]
     items = ordered(findings)
     lookup = _SeriesIndex(series, max_points)
@@ -292,33 +208,6 @@ def write_html(
         raise
     logger.debug("wrote %s (%d bytes)", target, len(text))
     return target
-
-
-def downsample_indices(values: npt.ArrayLike, max_points: int) -> npt.NDArray[np.intp]:
-    """Positions to keep so a plot of ``values`` has at most ``max_points`` points.
-
-    The first and last points are kept; the points between are cut into ``(max_points - 2) // 2``
-    consecutive buckets and each bucket keeps its minimum and its maximum, so spikes and dips
-    survive. Returned positions are sorted and unique. ``values`` must be finite.
-    """
-    array = np.asarray(values, dtype=float)
-    n = len(array)
-    if max_points < 2:
-        raise ValueError(f"max_points must be at least 2, got {max_points}")
-    if n <= max_points:
-        return np.arange(n, dtype=np.intp)
-    buckets = (max_points - 2) // 2
-    ends_only = np.array([0, n - 1], dtype=np.intp)
-    if buckets == 0:
-        return ends_only
-    inner = n - 2
-    # bucket numbers never decrease and, as inner > buckets, every bucket gets a point
-    bucket = np.arange(inner, dtype=np.int64) * buckets // inner
-    order = np.lexsort((array[1:-1], bucket))  # by bucket, then by value within each bucket
-    stop = np.cumsum(np.bincount(bucket, minlength=buckets))
-    start = np.concatenate(([0], stop[:-1]))
-    keep = np.concatenate((ends_only, order[start] + 1, order[stop - 1] + 1))
-    return np.unique(keep).astype(np.intp)
 
 
 def script_json(text: str) -> Markup:
@@ -451,11 +340,6 @@ def _plot_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
 
 
-def _text(value: str) -> str:
-    """Escape a data string for plotly.js, which reads text as a small subset of HTML."""
-    return html.escape(value, quote=False)
-
-
 def _line_figure(finding: Finding, data: _Series) -> str:
     import plotly.graph_objects as go
 
@@ -496,11 +380,11 @@ def _line_figure(finding: Finding, data: _Series) -> str:
             mode="lines+markers" if len(data.x) <= 200 else "lines",
             line={"width": 1.5},
             marker={"size": 4},
-            name=_text(finding.metric),
+            name=plot_text(finding.metric),
             hovertemplate="%{x|%Y-%m-%d %H:%M:%S}<br>%{y:.6~g}<extra></extra>",
         ),
         layout={
-            "template": _PLOT_TEMPLATE,
+            "template": PLOT_TEMPLATE,
             "height": 320,
             "shapes": [marker],
             "annotations": [
@@ -509,7 +393,7 @@ def _line_figure(finding: Finding, data: _Series) -> str:
                     "xref": "x",
                     "y": 1,
                     "yref": "paper",
-                    "text": _text(label),
+                    "text": plot_text(label),
                     "showarrow": False,
                     "xanchor": "left",
                     "yanchor": "bottom",
@@ -517,7 +401,7 @@ def _line_figure(finding: Finding, data: _Series) -> str:
                 }
             ],
             "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
-            "yaxis": {"title": {"text": _text(y_title)}},
+            "yaxis": {"title": {"text": plot_text(y_title)}},
         },
     )
     return str(figure.to_json())
@@ -546,7 +430,7 @@ def _bar_figure(finding: Finding) -> str | None:
     figure = go.Figure(
         go.Bar(
             x=values,
-            y=[_text(label) for label in labels],
+            y=[plot_text(label) for label in labels],
             orientation="h",
             marker={"color": SEVERITY_COLOURS[finding.severity]},
             text=[format_value(e.value) for e in numeric],
@@ -554,7 +438,7 @@ def _bar_figure(finding: Finding) -> str | None:
             hovertemplate="%{y}: %{x:.6~g}<extra></extra>",
         ),
         layout={
-            "template": _PLOT_TEMPLATE,
+            "template": PLOT_TEMPLATE,
             "height": max(180, 90 + 34 * len(numeric)),
             "title": {"text": "evidence", "x": 0, "font": {"size": 12}},
             "xaxis": {"title": {"text": "value"}},
@@ -584,7 +468,7 @@ def _section(number: int, finding: Finding, lookup: _SeriesIndex) -> dict[str, A
         "anchor": f"finding-{number}",
         "family": family,
         "family_name": _short(family),
-        "next_step": NEXT_STEPS.get(finding.kind, ""),
+        "next_step": next_step(finding),
         "kind": finding.kind.value,
         "entity": finding.entity,
         "metric": finding.metric,
@@ -666,7 +550,7 @@ def _wrap(text: str, width: int = _WRAP) -> str:
         else:
             line = f"{line} {word}" if line else word
     lines.append(line)
-    return "<br>".join(_text(part) for part in lines)
+    return "<br>".join(plot_text(part) for part in lines)
 
 
 def _timeline(items: Sequence[Finding]) -> dict[str, Any]:
@@ -721,7 +605,7 @@ def _timeline(items: Sequence[Finding]) -> dict[str, Any]:
                 legendgroup=name,
                 customdata=[f"finding-{n}" for n, _ in mine],
                 text=[
-                    f"<b>#{n} {_text(f.kind.value)}</b> · {_text(f.entity)}<br>"
+                    f"<b>#{n} {plot_text(f.kind.value)}</b> · {plot_text(f.entity)}<br>"
                     f"{format_time(f.start)}"
                     + (f" → {format_time(f.end)}" if f.end > f.start else "")
                     + f"<br>{_wrap(f.explanation)}"
@@ -733,7 +617,7 @@ def _timeline(items: Sequence[Finding]) -> dict[str, Any]:
     figure = go.Figure(
         traces,
         layout={
-            "template": _PLOT_TEMPLATE,
+            "template": PLOT_TEMPLATE,
             "height": 110 + 48 * len(rows),
             "showlegend": True,
             "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},

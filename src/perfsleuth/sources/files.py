@@ -18,7 +18,7 @@ import pandas as pd
 from perfsleuth.errors import DataError, SourceError, located
 from perfsleuth.frames import Contract, Locate, normalise
 
-__all__ = ["CsvRecords", "read_frame", "read_table"]
+__all__ = ["CsvRecords", "read_frame", "read_table", "read_wide"]
 
 _PANDAS_LINE = re.compile(r"line (\d+)")
 
@@ -157,4 +157,55 @@ def read_frame(
         missing=missing,
         disorder=disorder,
         duplicates=duplicates,
+    )
+
+
+def read_wide(
+    path: str | Path,
+    *,
+    values: list[str],
+    time_column: str = "time",
+    entity: str | None = None,
+    unit: str = "",
+    missing: Literal["error", "drop"] = "error",
+    disorder: Literal["error", "sort"] = "error",
+    duplicates: Literal["error", "first"] = "error",
+) -> pd.DataFrame:
+    """A metric frame from a wide file: a time column and one column per metric.
+
+    Each column of ``values`` becomes the series ``(entity, column)``; ``entity`` defaults to
+    the file name without its suffix. Errors name the file, the line and the column.
+    """
+    path = Path(path)
+    table, locate = read_table(path)
+    absent = [c for c in (time_column, *values) if c not in table.columns]
+    if absent:
+        raise DataError(
+            f"{path}: no column(s) {', '.join(map(repr, absent))} "
+            f"(columns present: {', '.join(map(str, table.columns))})"
+        )
+    name = entity or path.stem
+    return pd.concat(
+        [
+            normalise(
+                pd.DataFrame(
+                    {
+                        "time": table[time_column],
+                        "entity": name,
+                        "metric": column,
+                        "value": table[column],
+                        "unit": unit,
+                    }
+                ),
+                "metric",
+                source=str(path),
+                locate=locate,
+                aliases={"time": time_column, "value": column},
+                missing=missing,
+                disorder=disorder,
+                duplicates=duplicates,
+            )
+            for column in values
+        ],
+        ignore_index=True,
     )

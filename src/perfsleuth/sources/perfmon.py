@@ -156,6 +156,18 @@ def read_perfmon(path: str | Path) -> pd.DataFrame:
     return normalise(frame, "counter", source=log.source, locate=lambda pos: int(lines[pos]))
 
 
+def has_processes(path: str | Path) -> bool:
+    """Whether a perfmon CSV's header names any ``Process(<name>)`` counter (reads one line)."""
+    try:
+        with Path(path).open(encoding="utf-8-sig", errors="replace") as handle:
+            header = handle.readline()
+    except OSError:
+        return False  # the reader itself says why the file cannot be read
+    return "\\Process(" in header and any(
+        part not in ("_Total", "Idle") for part in re.findall(r"\\Process\(([^)]*)\)", header)
+    )
+
+
 def perfmon_processes(path: str | Path) -> pd.DataFrame:
     """Read the ``Process(*)`` counters of a perfmon CSV into a normalised process frame."""
     log = _read(path)

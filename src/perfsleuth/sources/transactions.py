@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from perfsleuth.config import parse_duration
+from perfsleuth.durations import parse_duration
 from perfsleuth.errors import ConfigError, DataError, SourceError, located
 from perfsleuth.frames import normalise
 from perfsleuth.sources.files import read_table

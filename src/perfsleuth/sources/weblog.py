@@ -34,7 +34,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from perfsleuth.config import validation_message
 from perfsleuth.errors import ConfigError, SourceError
 from perfsleuth.sources.transactions import (
     RejectCounter,
@@ -43,6 +42,7 @@ from perfsleuth.sources.transactions import (
     read_line_chunks,
     utc_ns,
 )
+from perfsleuth.tomlfile import validation_message
 
 __all__ = ["CLF_TIME", "Rule", "glob_to_regex", "load_rules", "read_weblog"]
 

@@ -1,9 +1,6 @@
-"""Pure numerical kernels: numpy arrays in, frozen dataclasses out; no pandas, no I/O.
+"""Numerics shared by the families: numpy arrays in, frozen dataclasses out; no pandas, no I/O.
 
-* :mod:`perfsleuth.stats.changepoint` — hierarchical change-point search (Berry & Hellerstein).
-* :mod:`perfsleuth.stats.fpa` — null distribution of its statistic (simulated FPA table).
+* :mod:`perfsleuth.stats.robust` — robust scale, Yeo–Johnson, cycle and trend removal.
+
+Each family keeps its own kernels in ``perfsleuth.<family>.kernels``.
 """
-
-from perfsleuth.stats.changepoint import ChangePoint, ChangePoints, find_change_points
-
-__all__ = ["ChangePoint", "ChangePoints", "find_change_points"]

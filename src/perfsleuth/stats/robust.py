@@ -8,7 +8,7 @@ cycle becomes a step, and a trend becomes a staircase. The helpers here remove e
 *around* the change points, so a level shift survives them:
 
 * :func:`clip_outliers` — winsorises points far from a short running median (a Hampel filter).
-  The window is ``2 · min_segment + 1``, so a shift lasting at least ``min_segment`` observations
+  The window is ``2 · min_size + 1``, so a shift lasting at least ``min_size`` observations
   moves the median with it and is kept; a burst shorter than that is clipped.
 * :func:`detect_period` / :func:`remove_cycle` — finds a dominant period from the autocorrelation
   of the series (an oscillation, repeated at twice the lag) and subtracts the median profile per

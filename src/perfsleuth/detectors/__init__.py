@@ -1,1 +1,0 @@
-"""Detectors: frame in, ``list[Finding]`` out; one module per family."""

@@ -1,0 +1,325 @@
+"""The findings of :class:`~perfsleuth.segments.detector.SegmentDetector`: what it concluded,
+in a sentence a person paged at 3 a.m. can act on, with the numbers behind it as evidence."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+
+from perfsleuth.findings import Evidence, Finding, Kind, Severity
+from perfsleuth.segments.kernels.cpumodel import CostShift
+from perfsleuth.segments.kernels.signature import SignatureChange
+from perfsleuth.segments.model import Boundary, Piece, Windows
+from perfsleuth.units import format_seconds
+
+__all__ = ["CHECK", "Params", "anomaly_finding", "change_findings", "named_types"]
+
+CHECK = "workload_segments"
+"""What findings of this family record as their ``detector`` (part of the finding id)."""
+
+
+class Params(Protocol):
+    """The detector parameters the findings quote (a ``SegmentDetector``)."""
+
+    @property
+    def entity(self) -> str: ...
+
+    @property
+    def alpha(self) -> float: ...
+
+    @property
+    def allowed_error(self) -> float: ...
+
+    @property
+    def idle_util(self) -> float: ...
+
+    @property
+    def min_change(self) -> float: ...
+
+
+def change_findings(
+    det: Params,
+    data: Windows,
+    boundaries: list[Boundary],
+    groups: list[tuple[tuple[int, int], ...]],
+) -> list[Finding]:
+    """One ``workload_change`` or ``application_change`` finding per boundary; each covers the
+    period after the boundary (to the end of its group for application changes)."""
+    group_end = {g[0][0]: g[-1][1] for g in groups}
+    findings = []
+    for b in boundaries:
+        if b.kind == "workload_change":
+            findings.append(_workload_change(det, data, b))
+        else:
+            findings.append(_application_change(det, data, b, group_end[b.index]))
+    return findings
+
+
+def anomaly_finding(
+    det: Params,
+    data: Windows,
+    episode: tuple[int, int],
+    spans: list[tuple[int, int]],
+    pieces: list[Piece],
+) -> Finding:
+    """The ``workload_anomaly`` finding of one anomalous stretch of windows: its CPU against
+    what the normal periods on either side predict for its transactions."""
+    first, last = episode
+    rows = np.arange(first, last)
+    observed = float(data.cpu[rows].sum())
+    machine = float((data.width[rows] * data.cores[rows]).sum())
+    before = [s for s in spans if s[1] == first]
+    after = [s for s in spans if s[0] == last]
+    predictions = []
+    for span in before + after:
+        model = data.model(np.arange(*span), det.alpha)
+        predicted = model.predict(data.counts[rows], data.width[rows])
+        if np.isfinite(predicted).all():
+            predictions.append(predicted)
+    explained = float(np.mean(predictions, axis=0).sum()) if predictions else math.nan
+    excess = observed - explained
+    inside = [p for p in pieces if p.start < last and p.stop > first]
+    rules = sorted({r for p in inside for r in p.rules})
+    if not rules or any(p.start < first or p.stop > last for p in inside if p.label == "normal"):
+        rules = sorted({*rules, "edge"})
+    idle = [p.idle_util for p in inside if p.label == "anomaly" and math.isfinite(p.idle_util)]
+    ratio = observed / explained if math.isfinite(explained) and explained > 0 else math.nan
+    severe = math.isfinite(ratio) and ratio >= 1.5
+    evidence = [
+        Evidence("cpu_util", observed / machine, "fraction"),
+        Evidence("windows", last - first, "count"),
+        Evidence("segments", sum(1 for p in inside if p.label == "anomaly"), "count"),
+        Evidence("rules", ",".join(rules)),
+    ]
+    if math.isfinite(explained):
+        evidence += [
+            Evidence("unexplained_util", excess / machine, "fraction"),
+            Evidence("explained_util", explained / machine, "fraction"),
+        ]
+    if math.isfinite(ratio):
+        evidence.append(Evidence("ratio", ratio))
+    if idle:
+        evidence.append(Evidence("max_idle_util", max(idle), "fraction"))
+    start, end = data.when(first), data.end(last - 1)
+    if math.isfinite(explained):
+        more = "more" if excess >= 0 else "less"
+        what = (
+            f"CPU {100 * observed / machine:.0f}% of the machine, "
+            f"{100 * abs(excess) / machine:.0f} points {more} than its transactions explain"
+        )
+    else:
+        what = (
+            f"CPU {100 * observed / machine:.0f}% of the machine with an idle overhead of "
+            f"{100 * max(idle, default=math.nan):.0f}% (expected at most "
+            f"{100 * det.idle_util:.0f}%)"
+        )
+    return Finding(
+        kind=Kind.WORKLOAD_ANOMALY,
+        entity=det.entity,
+        metric="cpu_util",
+        start=start,
+        end=end,
+        severity=Severity.ERROR if severe else Severity.WARNING,
+        explanation=(
+            f"{det.entity}: {what} for {_windows(last - first)} {_span(start, end)}"
+            + ("; no transaction type got slower" if "signature" in rules else "")
+            + "; a process outside the workload, or unexpected application behaviour?"
+        ),
+        evidence=tuple(evidence),
+        detector=CHECK,
+    )
+
+
+def _mix_text(data: Windows, before: tuple[int, int], after: tuple[int, int]) -> str:
+    rate = []
+    for a, b in (before, after):
+        rows = np.arange(a, b)
+        rate.append(float(data.counts[rows].sum() / data.width[rows].sum()))
+    share_b = data.counts[before[0] : before[1]].sum(axis=0)
+    share_a = data.counts[after[0] : after[1]].sum(axis=0)
+    share_b = share_b / max(share_b.sum(), 1.0)
+    share_a = share_a / max(share_a.sum(), 1.0)
+    j = int(np.argmax(np.abs(share_a - share_b)))
+    return (
+        f"{rate[0]:.3g} → {rate[1]:.3g} transactions/s, {data.types[j]} "
+        f"{100 * share_b[j]:.0f}% → {100 * share_a[j]:.0f}% of the mix"
+    )
+
+
+def _workload_change(det: Params, data: Windows, b: Boundary) -> Finding:
+    start, end = data.when(b.index), data.end(b.after[1] - 1)
+    if b.unconfirmed and b.p_value >= det.alpha:
+        verdict = (
+            f"the CPU model differs more than allowed (extra error {100 * b.excess:.1f}%, "
+            f"allowed {100 * det.allowed_error:.0f}%) but not significantly (Chow test p = "
+            f"{b.p_value:.2g}): no more than the noise of the two fits"
+        )
+    elif b.unconfirmed:
+        verdict = (
+            f"the CPU model differs more than allowed (extra error {100 * b.excess:.1f}%, "
+            f"allowed {100 * det.allowed_error:.0f}%) but no transaction type's service "
+            "time changed: the same application, whose CPU cost depends on the workload more "
+            "than a linear model says"
+        )
+    else:
+        verdict = (
+            f"one CPU model explains the periods before and after (extra error "
+            f"{100 * b.excess:.1f}%, allowed {100 * det.allowed_error:.0f}%): the same "
+            "application under another workload"
+        )
+    return Finding(
+        kind=Kind.WORKLOAD_CHANGE,
+        entity=det.entity,
+        metric="cpu_util",
+        start=start,
+        end=end,
+        severity=Severity.INFO,
+        explanation=(
+            f"{det.entity}: workload changed at {_clock(start)} "
+            f"({_mix_text(data, b.before, b.after)}); {verdict}"
+        ),
+        evidence=(
+            Evidence("boundary", start.isoformat()),
+            Evidence("extra_error", b.excess, "fraction"),
+            Evidence("p_value", b.p_value),
+            Evidence("windows_before", b.before[1] - b.before[0], "count"),
+            Evidence("windows_after", b.after[1] - b.after[0], "count"),
+            Evidence("model_reconciled", not b.unconfirmed),
+        ),
+        detector=CHECK,
+    )
+
+
+def named_types(det: Params, data: Windows, b: Boundary, end_window: int) -> tuple[str, ...]:
+    """The transaction types an application change names as changed, in the finding's order:
+    the regression's type first, then the signature's (see :func:`_witnesses`); ``end_window``
+    is one past the last window of the period after the boundary."""
+    lead, changed = _witnesses(det, data, b, end_window)
+    return tuple(([lead.name] if lead is not None else []) + [c.name for c in changed])
+
+
+def _witnesses(
+    det: Params, data: Windows, b: Boundary, end_window: int
+) -> tuple[CostShift | None, list[SignatureChange]]:
+    """The regression's changed type (or None) and the signature's, most CPU first."""
+    # Two witnesses name the changed types. The regression: the type whose CPU cost, let to
+    # differ after the boundary, best explains why one model does not fit both periods
+    # (significant at alpha over the types tried); CPU per transaction is what an application
+    # change moves, and contention from outside leaves it alone. The signature: the types whose
+    # service time changed beyond the others' shared slow-down. The regression's type comes
+    # first, then the signature's, those accounting for most CPU first (service time change
+    # beyond the shared one × transactions per window: a long type, stretched less than short
+    # ones by contention, can look "faster" by a large ratio that moves little CPU).
+    lead = b.shifts[0] if b.shifts else None
+    if lead is not None and not lead.p_value < det.alpha / len(b.shifts):
+        lead = None
+    per_window = data.counts[b.index : end_window].mean(axis=0)
+    changed = sorted(
+        (c for c in b.changes if c.changed and (lead is None or c.name != lead.name)),
+        key=lambda c: (
+            -abs(c.after - c.before * c.common) * float(per_window[data.types.index(c.name)]),
+            -abs(math.log(c.ratio / c.common)),
+        ),
+    )
+    return lead, changed
+
+
+def _application_change(det: Params, data: Windows, b: Boundary, end_window: int) -> Finding:
+    start, end = data.when(b.index), data.end(end_window - 1)
+    lead, changed = _witnesses(det, data, b, end_window)
+    by_name = {c.name: c for c in b.changes}
+    named = ([lead.name] if lead is not None else []) + [c.name for c in changed]
+    # the slow-down shared by the others: against the type named first, or all types' median
+    first = by_name.get(named[0]) if named else None
+    if first is not None:
+        common = first.common
+    else:
+        common = float(np.median([c.ratio for c in b.changes])) if b.changes else 1.0
+    evidence = [
+        Evidence("boundary", start.isoformat()),
+        Evidence("extra_error", b.excess, "fraction"),
+        Evidence("p_value", b.p_value),
+        Evidence("changed_types", ",".join(named)),
+        Evidence("common_ratio", common),
+    ]
+    if lead is not None:
+        evidence += [
+            Evidence(f"cpu_cost_shift[{lead.name}]", lead.shift, "s"),
+            Evidence(f"cpu_cost_shift_p[{lead.name}]", lead.p_value),
+        ]
+    for name in named:
+        c = by_name.get(name)
+        if c is None:
+            continue
+        evidence += [
+            Evidence(f"service_time_before[{c.name}]", c.before, "s"),
+            Evidence(f"service_time_after[{c.name}]", c.after, "s"),
+            Evidence(f"service_time_ratio[{c.name}]", c.ratio),
+            Evidence(f"service_time_changed[{c.name}]", c.changed),
+        ]
+        cb, ca = b.coef_before.get(c.name, math.nan), b.coef_after.get(c.name, math.nan)
+        if math.isfinite(cb) and math.isfinite(ca):
+            evidence += [
+                Evidence(f"cpu_per_tx_before[{c.name}]", cb, "s"),
+                Evidence(f"cpu_per_tx_after[{c.name}]", ca, "s"),
+            ]
+    parts = []
+    if lead is not None:
+        parts.append(
+            f"{lead.name} costs {format_seconds(abs(lead.shift))} "
+            f"{'more' if lead.shift > 0 else 'less'} CPU per transaction "
+            f"(p = {lead.p_value:.2g})"
+        )
+    if changed:
+        listed = "; ".join(
+            f"{c.name} {format_seconds(c.before)} → {format_seconds(c.after)} "
+            + (
+                f"({100 * c.change:+.0f}%, at least {100 * (c.ratio_low - 1):+.0f}%)"
+                if c.ratio > c.common
+                else f"({100 * c.change:+.0f}%, at most {100 * (c.ratio_high - 1):+.0f}%)"
+            )
+            for c in changed
+        )
+        parts.append(f"service time changed for {listed}")
+    which = "; ".join(parts) if parts else "no single transaction type changed clearly"
+    if abs(math.log(common)) >= math.log1p(det.min_change):
+        which += (
+            f" (all types {100 * abs(common - 1):.0f}% {'slower' if common > 1 else 'faster'}"
+            " in common: load or contention, not code)"
+        )
+    return Finding(
+        kind=Kind.APPLICATION_CHANGE,
+        entity=det.entity,
+        metric="cpu_util",
+        start=start,
+        end=end,
+        severity=Severity.ERROR if named else Severity.WARNING,
+        explanation=(
+            f"{det.entity}: the application changed at {_clock(start)}: no single CPU "
+            f"model explains before and after (extra error {100 * b.excess:.1f}% > allowed "
+            f"{100 * det.allowed_error:.0f}%, p = {b.p_value:.2g}); {which}"
+        ),
+        evidence=tuple(evidence),
+        detector=CHECK,
+    )
+
+
+def _windows(n: int) -> str:
+    return f"{n} window" + ("" if n == 1 else "s")
+
+
+def _clock(when: datetime) -> str:
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _span(start: datetime, end: datetime) -> str:
+    left = start.strftime("%Y-%m-%d %H:%M:%S")
+    right = (
+        end.strftime("%H:%M:%S")
+        if end.date() == start.date()
+        else end.strftime("%Y-%m-%d %H:%M:%S")
+    )
+    return f"from {left} to {right} UTC"

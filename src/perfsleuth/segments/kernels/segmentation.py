@@ -1,0 +1,422 @@
+"""Optimal segmentation of a regression by dynamic programming (Cherkasova et al. 2008, §4.3).
+
+The time axis ``0 .. M−1`` (windows) is cut into segments ``T_m`` so that within each one a
+single linear model ``y_t ≈ x_tᵀβ_m`` holds. The segmentation minimises the paper's Lagrangian
+
+    W(T) = Σ_m [ w1_m + λ·w2_m ],   w1_m = sqrt(SSE_m),   w2_m = −|T_m|·ln(|T_m| / M),
+
+where ``SSE_m`` is the least-squares error of the best model on ``T_m`` (with ``β ≥ 0`` when
+``nonnegative``: the paper's non-negative LSQ) and ``w2`` is the length-entropy penalty. Splitting
+a segment of n windows in two halves raises ``Σ w2`` by exactly ``n·ln 2`` whatever M is.
+
+Choosing λ from an allowed error
+--------------------------------
+The user gives ε_allow, an allowed *average relative* regression error: the root mean square
+error of the model divided by the mean of ``y`` (0.05 = the model may be off by 5% of the mean
+CPU). perfsleuth sets
+
+    λ = ε_allow · ȳ / (√M · ln 2).
+
+With it, a series that one model fits with relative RMS error ε costs ``√M·ε·ȳ`` as one
+segment and ``√M·ε_allow·ȳ`` more than that (the penalty) as two perfectly fitted halves: ε_allow
+is exactly the error at which the first split pays. This is **scale-free**: multiplying y (a
+change of unit, or of window width, which multiplies both y and its noise) multiplies ȳ, every
+``sqrt(SSE)`` and λ alike; widening the windows k-fold divides M by k and multiplies ȳ by k, and
+both sides of the comparison change by √k. Nothing needs retuning.
+
+Two properties of the paper's cost are worth knowing (they are the cost's, not this code's):
+
+* ``sqrt`` is subadditive, so noise alone never pays for a split: two halves with the same noise
+  level σ cost √2 times one segment. The flip side is a floor on what can be found: a change of
+  model is split off only when the misfit it causes exceeds about the noise level.
+* The penalty grows like n·ln(M/n) while ``sqrt(SSE)`` grows like √n, so a stretch of n windows
+  inside a longer series splits at a misfit of about ``ε_allow·√(n/M)``: short, strong deviations
+  (a background process) are cut out readily, long stretches need the full ε_allow.
+* A segment of at most p windows (p = columns) is fitted exactly, at no error. With noise well
+  above ε_allow (roughly σ > ε_allow·log2(M/p)) chopping the whole series into such scraps costs
+  less than fitting it: ``min_size = p + 1`` rules that out (one residual degree of freedom per
+  segment is enough), at the price of not cutting out deviations shorter than that on their own.
+
+Computing it
+------------
+Every segment's least-squares error comes in O(p³) from prefix sums of the Gram matrix of
+``[X y]``: ``G(s, e) = S_e − S_s`` and the last pivot of its Cholesky factorisation is ``SSE``.
+The factorisations run vectorised over blocks of start points (the batch is the last axis, so
+each step of the factorisation is one numpy operation over thousands of segments). Columns that
+are linearly dependent within a segment (a type with no transactions there, or a segment shorter
+than the number of columns) are dropped from that segment's fit, so short segments are exact
+(often zero-error) fits, as in the paper.
+
+**NNLS where it matters.** The unconstrained SSE is a lower bound of the NNLS one. For each end
+``e`` the dynamic programme takes the start that minimises ``F(s) + cost(s, e)`` with the lower
+bounds; if that segment's unconstrained coefficients have a negative entry, its cost is replaced
+by the NNLS cost (scipy's ``nnls`` on the factored Gram matrix) and the minimum is taken again,
+until the winner's cost is exact. Every other candidate's true cost is at least its bound, so
+the result is the exact optimum of the NNLS objective, with NNLS solved only for the few
+segments that can win. The search is O(M²) segments: the paper's entropy penalty rewards long
+segments super-linearly, which rules out PELT-style pruning.
+
+Coordinates: y is divided by its mean and each column of X by its root mean square before
+anything else, so results do not depend on units (and solver tolerances mean the same thing
+for every input).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import nnls
+
+from perfsleuth.errors import DataError, NotEnoughDataError
+
+__all__ = ["Segmentation", "penalty_for", "segment_cost", "segment_regression"]
+
+FloatArray = NDArray[np.float64]
+
+_CHUNK = 2048  # segments factorised per numpy batch: big enough to amortise, small for the cache
+_DROP = 1e-9  # a column whose residual norm² is below this share of its own is dependent
+_NEGATIVE = -1e-10  # an unconstrained coefficient below this (scaled units) calls for NNLS
+
+
+@dataclass(frozen=True, slots=True)
+class Segmentation:
+    """The optimal segmentation of one regression over time.
+
+    Attributes
+    ----------
+    indices
+        0-based index of the **first window of each new segment** (the first segment's 0 is
+        not listed), sorted.
+    starts, stops
+        Per segment: first window and one past the last, ``[start, stop)``
+        (``stops[-1] == n_windows``).
+    sse
+        Per segment: the least-squares error of its best model (NNLS when ``nonnegative``), in
+        the units of ``y`` squared.
+    cost
+        The minimised objective ``Σ sqrt(SSE_m) + λ Σ |T_m| ln(M / |T_m|)`` (units of y).
+    penalty
+        λ, in units of y per window.
+    allowed_error
+        The ε_allow λ was derived from (NaN when λ was given directly).
+    scale
+        Mean of y: what relative errors are relative to.
+    nonnegative
+        Whether the segment models were constrained to ``β ≥ 0``.
+    nnls_solves
+        NNLS problems solved (segments whose unconstrained fit could win with a negative
+        coefficient).
+    """
+
+    indices: tuple[int, ...]
+    starts: tuple[int, ...]
+    stops: tuple[int, ...]
+    sse: tuple[float, ...]
+    cost: float
+    penalty: float
+    allowed_error: float
+    scale: float
+    n_windows: int
+    nonnegative: bool
+    nnls_solves: int
+
+    @property
+    def n_segments(self) -> int:
+        return len(self.starts)
+
+    def segments(self) -> list[tuple[int, int]]:
+        """``[(start, stop), ...]`` half-open window ranges, in time order."""
+        return list(zip(self.starts, self.stops, strict=True))
+
+    def relative_rmse(self) -> FloatArray:
+        """Per segment: ``sqrt(SSE / n) / scale``, the model's relative RMS error there."""
+        n = np.asarray(self.stops, dtype=np.float64) - np.asarray(self.starts, dtype=np.float64)
+        return np.asarray(np.sqrt(np.asarray(self.sse) / n) / self.scale, dtype=np.float64)
+
+
+def penalty_for(allowed_error: float, n_windows: int, scale: float) -> float:
+    """λ for an allowed average relative error (see the module docstring).
+
+    ``λ = ε_allow · scale / (√M · ln 2)``: at this λ one segment fitted with relative RMS error
+    ε_allow costs as much as two perfectly fitted halves.
+    """
+    if not (allowed_error > 0 and math.isfinite(allowed_error)):
+        raise ValueError(f"allowed_error must be a positive number, got {allowed_error}")
+    if n_windows < 1:
+        raise ValueError(f"n_windows must be at least 1, got {n_windows}")
+    return allowed_error * scale / (math.sqrt(n_windows) * math.log(2.0))
+
+
+def segment_regression(
+    design: ArrayLike,
+    response: ArrayLike,
+    *,
+    allowed_error: float = 0.05,
+    penalty: float | None = None,
+    min_size: int = 1,
+    nonnegative: bool = True,
+) -> Segmentation:
+    """Cut the time axis where the regression ``response ≈ design @ β`` changes.
+
+    Parameters
+    ----------
+    design
+        (M windows × p columns) regressors, one row per window in time order. For the CPU model
+        of Cherkasova et al. the columns are the window width (its coefficient is the idle
+        overhead C0) and the per-type transaction counts.
+    response
+        (M,) the regressand, e.g. CPU-seconds used per window; its mean must be positive.
+    allowed_error
+        ε_allow: the allowed average error as a share of the mean response; sets λ.
+    penalty
+        λ directly (units of the response per window); overrides ``allowed_error``.
+    min_size
+        Fewest windows per segment (default 1, as in the paper).
+    nonnegative
+        Constrain every coefficient to be ≥ 0 (non-negative least squares, as in the paper).
+
+    Returns
+    -------
+    Segmentation
+
+    Raises
+    ------
+    DataError
+        Non-finite values, mismatched shapes, or a response whose mean is not positive.
+    NotEnoughDataError
+        Fewer windows than ``min_size``.
+    """
+    x, y = _validated(design, response)
+    m = x.shape[0]
+    if min_size < 1:
+        raise ValueError(f"min_size must be at least 1, got {min_size}")
+    if m < min_size:
+        raise NotEnoughDataError(f"{m} window(s), fewer than min_size = {min_size}")
+    scale = float(np.mean(y))
+    if not scale > 0:
+        raise DataError(f"the response must have a positive mean to segment, got {scale}")
+    if penalty is None:
+        lam = penalty_for(allowed_error, m, scale)
+        eps = float(allowed_error)
+    else:
+        if not (penalty >= 0 and math.isfinite(penalty)):
+            raise ValueError(f"penalty must be a finite number >= 0, got {penalty}")
+        lam, eps = float(penalty), math.nan
+
+    cols = np.sqrt(np.mean(x * x, axis=0))
+    cols[cols == 0] = 1.0
+    z = np.column_stack([x / cols, y / scale])
+    prefix = _prefix_gram(z)
+    packed = _packed(prefix)
+    lam_s = lam / scale
+    f = np.full(m + 1, np.inf)
+    f[0] = 0.0
+    back = np.zeros(m + 1, dtype=np.int64)
+    best_sse = np.zeros(m + 1)
+    solves = 0
+    for end in range(min_size, m + 1):
+        last = end - min_size  # latest start allowed
+        sse = _sse_row(packed, end, last + 1)
+        n = end - np.arange(last + 1, dtype=np.float64)
+        base = f[: last + 1] + lam_s * n * np.log(m / n)
+        total = base + np.sqrt(sse)
+        start, solved = _exact_minimum(prefix, end, base, total, sse, nonnegative)
+        solves += solved
+        f[end] = total[start]
+        back[end] = start
+        best_sse[end] = sse[start]
+
+    starts, stops, sses = [], [], []
+    end = m
+    while end > 0:
+        start = int(back[end])
+        starts.append(start)
+        stops.append(end)
+        sses.append(float(best_sse[end]) * scale * scale)
+        end = start
+    starts.reverse()
+    stops.reverse()
+    sses.reverse()
+    return Segmentation(
+        indices=tuple(starts[1:]),
+        starts=tuple(starts),
+        stops=tuple(stops),
+        sse=tuple(sses),
+        cost=float(f[m]) * scale,
+        penalty=lam,
+        allowed_error=eps,
+        scale=scale,
+        n_windows=m,
+        nonnegative=nonnegative,
+        nnls_solves=solves,
+    )
+
+
+def segment_cost(
+    design: ArrayLike,
+    response: ArrayLike,
+    indices: ArrayLike,
+    *,
+    penalty: float,
+    nonnegative: bool = True,
+) -> float:
+    """The objective ``W(T)`` of a given segmentation (for checks and comparisons).
+
+    ``indices`` are first windows of new segments, as in :class:`Segmentation`. Each
+    segment is fitted directly (NNLS or least squares on its rows), not from prefix sums.
+    """
+    x, y = _validated(design, response)
+    m = len(y)
+    cuts = [0, *sorted(int(b) for b in np.asarray(indices).reshape(-1)), m]
+    if any(b <= a for a, b in itertools.pairwise(cuts)) or cuts[-1] != m:
+        raise ValueError(f"indices must be increasing and inside 1..{m - 1}")
+    total = 0.0
+    for a, b in itertools.pairwise(cuts):
+        xs, ys = x[a:b], y[a:b]
+        if nonnegative:
+            _, rnorm = nnls(xs, ys)
+            err = float(rnorm)
+        else:
+            beta = np.linalg.lstsq(xs, ys, rcond=None)[0]
+            err = float(np.linalg.norm(ys - xs @ beta))
+        n = b - a
+        total += err + penalty * n * math.log(m / n)
+    return total
+
+
+# --------------------------------------------------------------------------------------------
+# Internals
+# --------------------------------------------------------------------------------------------
+
+
+def _validated(design: ArrayLike, response: ArrayLike) -> tuple[FloatArray, FloatArray]:
+    try:
+        x = np.array(design, dtype=np.float64, ndmin=2)
+        y = np.array(response, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"design and response must be numeric arrays: {exc}") from exc
+    if np.ndim(design) == 1:
+        x = x.T
+    if x.ndim != 2 or x.shape[1] == 0:
+        raise DataError(f"design must be 2-D (windows × columns), got shape {np.shape(design)}")
+    if len(y) != x.shape[0]:
+        raise DataError(f"design has {x.shape[0]} window(s) but response has {len(y)}")
+    if len(y) == 0:
+        raise NotEnoughDataError("no windows to segment")
+    for label, a in (("design", x), ("response", y)):
+        bad = ~np.isfinite(a)
+        if bad.any():
+            raise DataError(
+                f"{label} has NaN or infinite values (first at index {tuple(np.argwhere(bad)[0])})"
+            )
+    return x, y
+
+
+def _prefix_gram(z: FloatArray) -> FloatArray:
+    """``S[:, :, k] = Σ_{t<k} z_t z_tᵀ``, shape (q, q, M + 1), batch (time) last."""
+    m, q = z.shape
+    out = np.zeros((q, q, m + 1))
+    outer = z.T[:, None, :] * z.T[None, :, :]  # (q, q, M)
+    np.cumsum(outer, axis=2, out=out[:, :, 1:])
+    return out
+
+
+def _packed(prefix: FloatArray) -> tuple[FloatArray, list[int]]:
+    """The lower triangle of the prefix Gram matrices, column by column: column j's entries
+    ``(j..q−1, j)`` are rows ``offsets[j] .. offsets[j] + q − j`` (half the work to subtract)."""
+    q = prefix.shape[0]
+    rows = [prefix[j:, j] for j in range(q)]
+    offsets = np.concatenate([[0], np.cumsum([q - j for j in range(q)])]).tolist()
+    return np.ascontiguousarray(np.concatenate(rows, axis=0)), offsets
+
+
+def _sse_row(packed: tuple[FloatArray, list[int]], end: int, count: int) -> FloatArray:
+    """Unconstrained SSE of the segments ``[s, end)`` for ``s = 0 .. count − 1`` (scaled)."""
+    table, offsets = packed
+    out = np.empty(count)
+    for lo in range(0, count, _CHUNK):
+        hi = min(count, lo + _CHUNK)
+        gram = table[:, end, None] - table[:, lo:hi]
+        out[lo:hi] = _last_pivot(gram, offsets)
+    return out
+
+
+def _last_pivot(gram: FloatArray, offsets: list[int]) -> FloatArray:
+    """Last pivot of the Cholesky factorisation of each packed Gram matrix (= SSE), ≥ 0.
+
+    ``gram`` holds the lower triangles column by column (see :func:`_packed`), batch last.
+    Columns that are (numerically) dependent on earlier ones in a segment get a zero pivot and
+    drop out of that segment's fit, so rank-deficient segments are handled, not regularised.
+    """
+    q = len(offsets) - 1
+    width = gram.shape[1]
+    lower = np.empty((q, q, width))  # lower[i, k], i > k: only entries written are read
+    for j in range(q - 1):
+        column = gram[offsets[j] : offsets[j + 1]]  # G[j:, j]
+        row = lower[j, :j]
+        d = column[0] - np.einsum("kb,kb->b", row, row) if j else column[0]
+        keep = d > _DROP * column[0]
+        inv = np.where(keep, 1.0 / np.sqrt(np.where(keep, d, 1.0)), 0.0)
+        below = column[1:]
+        if j:
+            below = below - np.einsum("ikb,kb->ib", lower[j + 1 :, :j], row)
+        lower[j + 1 :, j] = below * inv
+    row = lower[q - 1, : q - 1]
+    last = gram[offsets[q - 1]] - np.einsum("kb,kb->b", row, row)
+    return np.asarray(np.maximum(last, 0.0), dtype=np.float64)
+
+
+def _exact_minimum(
+    prefix: FloatArray,
+    end: int,
+    base: FloatArray,
+    total: FloatArray,
+    sse: FloatArray,
+    nonnegative: bool,
+) -> tuple[int, int]:
+    """The start minimising ``total`` once its cost is exact; updates ``total`` and ``sse``.
+
+    With ``nonnegative``, a winner whose unconstrained fit has a negative coefficient gets its
+    NNLS cost instead and the minimum is taken again (lazy evaluation, see module docstring).
+    """
+    if not nonnegative:
+        return int(np.argmin(total)), 0
+    exact = np.zeros(len(total), dtype=bool)
+    solves = 0
+    while True:
+        start = int(np.argmin(total))
+        if exact[start]:
+            return start, solves
+        exact[start] = True
+        gram = prefix[:, :, end] - prefix[:, :, start]
+        constrained = _nnls_sse(gram)
+        if constrained is None:
+            return start, solves
+        solves += 1
+        if constrained > sse[start]:
+            sse[start] = constrained
+            total[start] = base[start] + math.sqrt(constrained)
+
+
+def _nnls_sse(gram: FloatArray) -> float | None:
+    """NNLS error of one segment from its augmented Gram matrix, or None when the least-squares
+    fit is already non-negative (then the two agree)."""
+    a, b, c = gram[:-1, :-1], gram[:-1, -1], float(gram[-1, -1])
+    w, v = np.linalg.eigh(a)
+    keep = w > _DROP * max(float(w[-1]), 0.0)
+    if not keep.any():
+        return None
+    proj = v[:, keep].T @ b
+    beta = v[:, keep] @ (proj / w[keep])
+    if beta.min() >= _NEGATIVE:
+        return None
+    # ‖Rβ − d‖² = βᵀAβ − 2bᵀβ + ‖d‖² with R = diag(√w) Vᵀ, d = diag(1/√w) Vᵀ b (b ∈ range A)
+    root = np.sqrt(w[keep])
+    r = root[:, None] * v[:, keep].T
+    d = proj / root
+    _, rnorm = nnls(r, d)
+    return max(c - float(d @ d) + float(rnorm) ** 2, 0.0)

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perfsleuth.changepoints.detector import ChangePointDetector
+from perfsleuth.changepoints.report import section
+from perfsleuth.report import Section, render_html
+
+HOSTILE = "<script>alert(1)</script>"
+
+
+def _frame() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    times = pd.date_range("2024-05-01", periods=400, freq="min", tz="UTC")
+    rows = []
+    for entity, shift in ((HOSTILE, 10.0), ("quiet", 0.0)):
+        values = rng.normal(50, 2, 400) + np.where(np.arange(400) >= 250, shift, 0.0)
+        rows.append(
+            pd.DataFrame(
+                {"time": times, "entity": entity, "metric": "rt", "value": values, "unit": "ms"}
+            )
+        )
+    return pd.concat(rows, ignore_index=True)
+
+
+def changepoint_section(
+    frame: pd.DataFrame, *, detector: ChangePointDetector | None = None
+) -> Section:
+    """The section drawn from the detector's analysis (the report never searches again)."""
+    return section((detector or ChangePointDetector()).analyse(frame))
+
+
+def test_section_plots_series_with_change_points_only() -> None:
+    section = changepoint_section(_frame())
+    assert len(section.figures) == 1  # the quiet series has none
+    figure = section.figures[0]
+    series, means = figure.data
+    assert series.name == "series" and means.name == "segment mean"
+    levels = [m for m in means.y if m is not None]
+    assert levels[0] < levels[-1]
+    assert len(section.tables[0].rows) == 1
+    assert "2 series searched" in section.intro
+    assert section.family == "changepoints"  # shown in that family's block
+
+
+def test_section_respects_detector_parameters_and_escapes_names() -> None:
+    strict = changepoint_section(_frame(), detector=ChangePointDetector(alpha=1e-12))
+    assert len(strict.figures) <= 1
+    html = render_html([], sections=[changepoint_section(_frame())])
+    assert HOSTILE not in html
+    assert 'data-plots-expected="1"' in html
+
+
+def test_trend_and_cycle_are_drawn_as_the_model_and_named_in_the_intro() -> None:
+    t = np.arange(600)
+    values = (
+        0.01 * t
+        + np.where((t // 20) % 2 == 0, 0.0, 3.0)
+        + np.where(t >= 400, 3.0, 0.0)
+        + np.random.default_rng(1).standard_normal(600)
+    )
+    frame = pd.DataFrame(
+        {
+            "time": pd.date_range("2024-05-01", periods=600, freq="min", tz="UTC"),
+            "entity": "db",
+            "metric": "rt",
+            "value": values,
+            "unit": "ms",
+        }
+    )
+    section = changepoint_section(frame)
+    (figure,) = section.figures
+    series, model = figure.data
+    assert model.name.startswith("model")
+    residual = np.asarray(series.y) - np.asarray(model.y)  # both in seconds after normalise
+    assert float(np.std(residual)) < 1.2e-3  # the model follows trend and cycle (noise 1 ms)
+    assert "a cycle of 40 observations" in section.intro and "a trend of" in section.intro
+    assert any(row[1].startswith("2024-05-01 06:4") for row in section.tables[0].rows)  # t ≈ 400
+
+
+def test_section_draws_the_analysis_without_searching_again(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    analysis = ChangePointDetector().analyse(_frame())
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the report searched again")
+
+    monkeypatch.setattr(ChangePointDetector, "search", forbidden)
+    drawn = section(analysis)
+    assert len(drawn.figures) == 1
+    assert len(drawn.tables[0].rows) == len(analysis.findings)
