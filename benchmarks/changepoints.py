@@ -1,19 +1,24 @@
-"""Change-point detection speed (DESIGN §4): ``find_change_points`` vs ruptures Binseg(l2).
+"""Change-point detection speed (DESIGN §4): ``find_change_points`` with its defaults against
+ruptures ``Binseg(model="l2")``, on real-shaped series, printed as ratios from one run.
 
-Targets: N = 10⁶ with significance tests < 1 s; ≥ 100× faster than ``ruptures``
-``Binseg(model="l2")`` at N = 10⁵, with identical change points on piecewise-constant data.
+Targets: 10⁵ ≤ 0.5 s and 10⁶ ≤ 3 s whatever the number of change points, and ≥ 100× ruptures
+Binseg at 10⁵.
 
-Both run on the same seeded piecewise-constant series (a few level shifts of 3–6 σ plus Gaussian
-noise). ruptures is run twice: with the true number of breaks (``n_bkps=k``, an oracle it is
-given for free) and with the usual BIC-like penalty ``pen = σ² log n`` (σ² estimated from first
-differences, as a user without the truth would). ruptures gets ``jump=1, min_size=5`` so that
-it searches every split with our ``min_size=5`` (its default ``jump=5`` only tries multiples of
-5, which is faster but cannot return the same points). ruptures returns segment *ends* (the first
-index of the next segment, plus n at the end); they are converted to our convention (0-based
-index of the first observation of each new segment) before comparison.
+The series are what real monitoring data looks like, not white-noise steps: AR(1) noise
+(φ = .6) with Student-t (3 d.o.f.) innovations, a daily-like cycle (period 288, i.e. 5-minute
+samples), a slow trend, 0.2% spikes of 15–40 σ, right skew (everything is exponentiated, as a
+latency is: the noise is about ±15%), and 2, 10 or 50 level shifts of 2–6 σ at seeded positions
+at least ``n / (4(k + 1))`` apart. The defaults must handle all of it (cycle and trend removed,
+skew transformed, spikes kept as data), so the work real series trigger is timed too.
+
+ruptures gets its defaults (``min_size=2, jump=5``) and the usual BIC penalty ``σ̂² ln n`` (σ̂
+robust, from first differences); it is run at 10⁴ and 10⁵ only (at 10⁶ one call takes longer than
+the whole table). Recall within ±1% of n is printed for both, for orientation only (accuracy is
+``benchmarks/changepoints_accuracy.py``'s job).
 
 Run: .venv/bin/python benchmarks/changepoints.py [--repeat R] [--skip-ruptures]
-No test asserts these times; they are printed side by side from one run.
+Times are CPU seconds of this process, best of R (single-threaded BLAS: the wall time on an
+idle machine). No test asserts them; report the load average (``uptime``) with them.
 """
 
 from __future__ import annotations
@@ -24,33 +29,70 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
+import math  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
+from scipy.signal import lfilter  # noqa: E402
 
 from perfsleuth.changepoints.kernels.search import find_change_points  # noqa: E402
 
+PERIOD = 288
 
-def piecewise(n: int, k: int, seed: int) -> tuple[np.ndarray, tuple[int, ...]]:
-    """``n`` observations with ``k`` level shifts at seeded positions (segments ≥ n/(2(k+1)))."""
+
+def real_shaped(n: int, k: int, seed: int) -> tuple[np.ndarray, tuple[int, ...]]:
+    """``n`` observations with ``k`` level shifts and everything real series have."""
     rng = np.random.default_rng(seed)
+    gap = n // (4 * (k + 1))
     while True:
-        cuts = np.sort(rng.choice(np.arange(1, n), size=k, replace=False))
-        if np.diff(np.concatenate([[0], cuts, [n]])).min() >= n // (2 * (k + 1)):
+        cuts = np.sort(rng.choice(np.arange(gap, n - gap), size=k, replace=False))
+        if np.diff(np.concatenate([[0], cuts, [n]])).min() >= gap:
             break
-    levels = np.cumsum(rng.choice([-1.0, 1.0], k + 1) * rng.uniform(3.0, 6.0, k + 1))
-    mean = np.repeat(levels, np.diff(np.concatenate([[0], cuts, [n]])))
-    return mean + rng.normal(0.0, 1.0, n), tuple(int(c) for c in cuts)
+    noise = lfilter([1.0], [1.0, -0.6], rng.standard_t(3, n) * 0.5)
+    sigma = float(np.std(noise))
+    steps = rng.choice([-1.0, 1.0], k) * rng.uniform(2.0, 6.0, k) * sigma
+    level = np.concatenate([[0.0], np.cumsum(steps)])
+    mean = np.repeat(level, np.diff(np.concatenate([[0], cuts, [n]])))
+    t = np.arange(n)
+    cycle = 1.5 * sigma * np.sin(2 * np.pi * t / PERIOD)
+    trend = 2.0 * sigma * t / n
+    x = mean + cycle + trend + noise
+    spikes = rng.random(n) < 0.002
+    x[spikes] += rng.uniform(15.0, 40.0, int(spikes.sum())) * sigma
+    # exponentiated like a latency: the noise is ±15%, a 4σ shift +80%
+    return 20.0 * np.exp(0.15 * x / sigma), tuple(int(c) for c in cuts)
 
 
-def best_of(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    best, out = np.inf, None
+def recall(truth: tuple[int, ...], found: list[int], n: int) -> float:
+    margin = max(3, n // 100)
+    return sum(any(abs(f - t) <= margin for f in found) for t in truth) / len(truth)
+
+
+def best_of(fn: Callable[[], list[int]], repeat: int) -> tuple[float, list[int]]:
+    """Best CPU time of this process over ``repeat`` runs (BLAS is single-threaded, so on an
+    idle machine it is the wall time; on a shared one it does not count the other jobs)."""
+    best: float = math.inf
+    out: list[int] = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         out = fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     return best, out
+
+
+def ours(x: np.ndarray) -> list[int]:
+    return list(find_change_points(x).indices)
+
+
+def ruptures_binseg(x: np.ndarray) -> list[int]:
+    import ruptures
+
+    d = np.diff(x)
+    sigma = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
+    pen = sigma**2 * math.log(len(x))
+    return [int(b) for b in ruptures.Binseg(model="l2").fit(x).predict(pen=pen) if b < len(x)]
 
 
 def main() -> None:
@@ -59,56 +101,32 @@ def main() -> None:
     parser.add_argument("--skip-ruptures", action="store_true")
     args = parser.parse_args()
 
-    rows: list[tuple[str, str, str, str]] = []
-
-    # (a) N = 10⁶, full search with significance tests.
-    x, truth = piecewise(1_000_000, 5, seed=1)
-    find_change_points(x[:1000])  # load the FPA table outside the timing
-    t_big, cp = best_of(lambda: find_change_points(x), args.repeat)
-    found = cp.indices  # type: ignore[attr-defined]
-    rows.append(
-        (
-            "ours, N=1e6, k=5",
-            f"{t_big:.3f} s",
-            "target < 1 s: " + ("met" if t_big < 1.0 else "MISSED"),
-            f"exact={found == truth} found={found}",
-        )
-    )
-
-    # (b) N = 10⁵ against ruptures Binseg(l2).
-    n, k = 100_000, 4
-    x, truth = piecewise(n, k, seed=2)
-    t_ours, cp = best_of(lambda: find_change_points(x), args.repeat)
-    ours = cp.indices  # type: ignore[attr-defined]
-    rows.append(("ours, N=1e5, k=4", f"{t_ours * 1e3:.1f} ms", "", f"exact={ours == truth}"))
-    if not args.skip_ruptures:
-        import ruptures
-
-        sigma2 = float(np.median(np.abs(np.diff(x))) / (0.6745 * np.sqrt(2.0))) ** 2
-        variants = {
-            f"ruptures Binseg(l2) n_bkps={k}": {"n_bkps": k},
-            "ruptures Binseg(l2) pen=σ²·ln n": {"pen": sigma2 * np.log(n)},
-        }
-        for label, kwargs in variants.items():
-            t_r, ends = best_of(
-                lambda kw=kwargs: (
-                    ruptures.Binseg(model="l2", min_size=5, jump=1).fit(x).predict(**kw)
-                ),
-                1,
-            )
-            theirs = tuple(int(e) for e in ends[:-1])  # type: ignore[index]
-            rows.append(
-                (
-                    label,
+    find_change_points(real_shaped(2000, 2, 0)[0])  # load tables and imports outside timing
+    rows: list[tuple[str, ...]] = [
+        ("n", "shifts", "ours", "found (recall)", "ruptures Binseg", "found (recall)", "ratio")
+    ]
+    for n in (10_000, 100_000, 1_000_000):
+        for k in (2, 10, 50):
+            x, truth = real_shaped(n, k, seed=n + k)
+            t_ours, mine = best_of(functools.partial(ours, x), args.repeat)
+            found = f"{len(mine)} ({recall(truth, mine, n):.2f})"
+            cells = [f"{n:.0e}", str(k), f"{t_ours:.3f} s", found]
+            if args.skip_ruptures or n > 100_000:
+                cells += ["–", "–", "–"]
+            else:
+                t_r, theirs = best_of(functools.partial(ruptures_binseg, x), 1)
+                cells += [
                     f"{t_r:.2f} s",
-                    f"ours {t_r / t_ours:.0f}× faster (target ≥ 100×)",
-                    f"identical to ours={theirs == ours} {theirs}",
-                )
-            )
-    print(f"truth N=1e5: {truth}; ours: {ours}")
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+                    f"{len(theirs)} ({recall(truth, theirs, n):.2f})",
+                    f"ours {t_r / t_ours:.0f}× faster",
+                ]
+            rows.append(tuple(cells))
+            print("  ".join(cells), flush=True)
+    print()
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    print("targets: 1e5 ≤ 0.5 s, 1e6 ≤ 3 s, ≥ 100× ruptures Binseg at 1e5")
 
 
 if __name__ == "__main__":

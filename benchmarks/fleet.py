@@ -3,17 +3,27 @@
 Generates hourly process samples (vectorised; a quarter of the nodes carry a CPU loop, a
 leak or a saw-tooth), writes them as Parquet partitioned by node, then times
 ``perfsleuth.fleet`` on one machine (local process pool, read included) and on a 2-worker Dask
-LocalCluster, and checks both give the same findings.
+LocalCluster, and checks both give the same findings. With ``--reference SRC`` it also scans
+the same files with another version of perfsleuth (its ``src`` folder, e.g. the last commit's:
+``git archive HEAD src | tar -x -C /tmp/before``) in its own process, times it the same way
+and compares the findings (kind, node, process, metric, start, end: ramps and saw-tooths are
+now about one process, ``name[pid]``, where they were about a name). Wall times depend on
+what else the machine runs (the load average is printed beside each); the CPU milliseconds
+per node, measured the same way for both versions, much less so.
 
     .venv/bin/python benchmarks/fleet.py [--nodes 2000] [--procs 200] [--workers 2]
+        [--reference /tmp/before/src]
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from perfsleuth.fleet import plan, scan_fleet, scan_task
+from perfsleuth.processes.rules import ProcessRules
 
 
 def node_table(i: int, seed: int, hours: int, procs: int) -> pa.Table:
@@ -72,6 +83,61 @@ def generate(root: Path, nodes: int, hours: int, procs: int, seed: int) -> int:
     return rows
 
 
+# run by the reference version in its own process: the same plan and pool, findings as JSON
+_REFERENCE = """
+import json, sys, time
+from pathlib import Path
+from perfsleuth.fleet import plan, scan_fleet, scan_task
+root, workers, nodes = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+sample = plan(root, tasks=nodes // 50 or 1)[:2]
+c0 = time.process_time()
+for task in sample:
+    scan_task(task)
+cpu_ms = 1000 * (time.process_time() - c0) / sum(len(task.files) for task in sample)
+t0 = time.perf_counter()
+found = scan_fleet(plan(root, tasks=workers * 16), workers=workers)
+seconds = time.perf_counter() - t0
+keys = [_key(f) for f in found]
+print(json.dumps({"seconds": seconds, "cpu_ms": cpu_ms, "findings": keys}))
+"""
+
+
+def _key(finding: object) -> list[str]:
+    """What a finding is about and when, comparable across versions."""
+    f = finding
+    evidence = f.evidence_dict()  # type: ignore[attr-defined]
+    node = str(evidence.get("node", ""))
+    process = str(evidence.get("process", evidence.get("group", "")))
+    return [
+        f.kind.value,  # type: ignore[attr-defined]
+        node,
+        process,
+        f.metric,  # type: ignore[attr-defined]
+        f.start.isoformat(),  # type: ignore[attr-defined]
+        f.end.isoformat(),  # type: ignore[attr-defined]
+    ]
+
+
+def reference(
+    source: Path, root: Path, workers: int, nodes: int
+) -> tuple[float, float, list[list[str]]]:
+    """Scan ``root`` with the perfsleuth of ``source`` (seconds, CPU ms per node measured as
+    this version's is, finding keys)."""
+    import inspect
+
+    program = inspect.getsource(_key) + _REFERENCE
+    env = {**os.environ, "PYTHONPATH": str(source)}
+    out = subprocess.run(
+        [sys.executable, "-c", program, str(root), str(workers), str(nodes)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    got = json.loads(out.splitlines()[-1])
+    return float(got["seconds"]), float(got["cpu_ms"]), got["findings"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--nodes", type=int, default=2000)
@@ -80,6 +146,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-dask", action="store_true")
+    parser.add_argument("--reference", type=Path, help="another version's src folder")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="perfsleuth-fleet-"))
     try:
@@ -101,6 +168,7 @@ def main() -> None:
             f"load average before the scan: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
         )
 
+        load = os.getloadavg()[0]
         t0 = time.perf_counter()
         tasks = plan(root, tasks=args.workers * 16)
         local = scan_fleet(tasks, workers=args.workers)
@@ -109,8 +177,29 @@ def main() -> None:
             f"local pool ({args.workers} processes), read included: {local_s:.2f} s, "
             f"{1000 * local_s / args.nodes:.2f} ms per node wall, "
             f"{1000 * local_s * args.workers / args.nodes:.2f} ms per node per process; "
-            f"{len(local)} findings"
+            f"{len(local)} findings; load average before: {load:.2f}"
         )
+        if args.reference is not None:
+            load = os.getloadavg()[0]
+            before_s, before_ms, before = reference(args.reference, root, args.workers, args.nodes)
+            now = sorted(map(_key, local))
+            print(
+                f"reference {args.reference}: {before_s:.2f} s ({len(before)} findings; load "
+                f"average before: {load:.2f}): {before_s / local_s:.1f}x the time; "
+                f"{before_ms:.2f} ms CPU per node: {before_ms / cpu_ms:.1f}x the CPU; same "
+                f"findings: {now == sorted(before)}"
+            )
+            if now != sorted(before):
+                missing = [k for k in sorted(before) if k not in now][:5]
+                extra = [k for k in now if k not in before][:5]
+                print(f"  only in the reference: {missing}\n  only now: {extra}")
+                # the reference classifies saturation without hysteresis: so does this scan
+                sharp = ProcessRules.model_validate({"settings": {"saturation_margin": 0.0}})
+                plain = scan_fleet(tasks, rules=sharp, workers=args.workers)
+                print(
+                    "  without the saturation hysteresis (saturation_margin = 0): same "
+                    f"findings as the reference: {sorted(map(_key, plain)) == sorted(before)}"
+                )
         if not args.no_dask:
             import dask
             from distributed import Client, LocalCluster
@@ -126,26 +215,27 @@ def main() -> None:
             }
             with (
                 dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
-                LocalCluster(
+                LocalCluster(  # type: ignore[no-untyped-call]
                     n_workers=args.workers,
                     threads_per_worker=1,
                     processes=True,
                     host="127.0.0.1",
                     dashboard_address=None,
                 ) as cluster,
-                Client(cluster) as client,
+                Client(cluster) as client,  # type: ignore[no-untyped-call]
             ):
                 # workers start cold: import the runner (pandas, pyarrow) before the clock
                 # starts, as the forked local pool inherits it
                 trim = client.run(_warm)
                 assert not any(trim.values()), f"MALLOC_TRIM_THRESHOLD_ still set: {trim}"
+                load = os.getloadavg()[0]
                 t0 = time.perf_counter()
                 remote = scan_fleet(plan(root, tasks=args.workers * 16), client=client)
                 dask_s = time.perf_counter() - t0
             print(
                 f"dask LocalCluster ({args.workers} workers), read included: {dask_s:.2f} s, "
                 f"{1000 * dask_s / args.nodes:.2f} ms per node; {len(remote)} findings; "
-                f"identical to local: {remote == local}"
+                f"identical to local: {remote == local}; load average before: {load:.2f}"
             )
     finally:
         shutil.rmtree(root, ignore_errors=True)

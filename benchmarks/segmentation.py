@@ -16,6 +16,7 @@ Usage::
 
     .venv/bin/python benchmarks/segmentation.py                 # M = 1,800 and 10,000
     .venv/bin/python benchmarks/segmentation.py --sizes 1800 --peer-limit 120
+    .venv/bin/python benchmarks/segmentation.py --cost gaussian --peer-limit 30
 """
 
 from __future__ import annotations
@@ -96,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1800, 10_000])
     parser.add_argument("--peer-limit", type=float, default=300.0, help="seconds per peer run")
     parser.add_argument("--allowed-error", type=float, default=0.03)
+    parser.add_argument(
+        "--cost",
+        choices=("paper", "gaussian"),
+        default="paper",
+        help="segmentation cost (the detector's default is gaussian)",
+    )
     args = parser.parse_args(argv)
     targets = {1800: 5.0, 10_000: 60.0}
     row = "{:>6}  {:>10}  {:>5}  {:<18}  {:<14}  {:>9}  {}"
@@ -103,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     for m in args.sizes:
         design, y, truth = make_data(m)
         start = time.process_time()
-        seg = segment_regression(design, y, allowed_error=args.allowed_error)
+        seg = segment_regression(design, y, cost=args.cost, allowed_error=args.allowed_error)
         ours = time.process_time() - start
         target = targets.get(m)
         note = f"truth {truth}"

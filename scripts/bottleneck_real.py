@@ -1,123 +1,155 @@
-"""Real bottleneck scenarios on this machine and the confusion table (issue 8's acceptance).
+"""Real bottleneck scenarios on this machine: record the corpus, or run the live experiment.
 
-Six workloads, each in its own cgroup — sequential read, sequential write, random read, random
-write (direct I/O), CPU-bound, page-cache thrashing in a 128 MiB cgroup — run ``--runs`` times;
-each run's counters (machine and cgroup) go to the inference and the inferred bottleneck is
-compared with the scenario's.
+Each scenario (``tests/support/bottleneck_scenarios.py``) runs a workload in its own cgroup
+beside a co-tenant load (stress-ng or fio in another cgroup, on top of whatever else the
+shared machine runs), while perfsleuth's own collector samples the machine and the workload's
+cgroup at 1 Hz.
 
-Run (as root, with fio): .venv/bin/python scripts/bottleneck_real.py [--runs 3]
-    [--calibration PROFILE] [--error-model ERRORS] [--seconds 8] [--save OUT.json]
+    record   write each repetition's counters to DIR/corpus-r<N>.parquet and its labels to
+             DIR/labels.csv (the committed corpus: tests/data/bottleneck/)
+    live     record, then infer each recording at once with the built-in model's defaults and
+             print the confusion table (the live experiment; docs/bottleneck.md keeps results)
 
-Without --calibration the machine is calibrated first (quick plan, forced when busy: this is a
-shared machine) and the profile saved to --save-calibration. --save keeps each run's window
-counters, fio's numbers and the inference, so the inference can be re-run offline.
+Run as root, with fio and stress-ng:
+    .venv/bin/python scripts/bottleneck_real.py record --repetitions 1 2 3 4 \\
+        --out tests/data/bottleneck
+    .venv/bin/python scripts/bottleneck_real.py live [--repetitions 1] [--only idle,cpu-bound]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import csv
 import os
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
-from perfsleuth.bottleneck.explain import explain
-from perfsleuth.bottleneck.kernels.calibration import apply_profile, load_profile
-from perfsleuth.bottleneck.kernels.errormodel import ErrorModel
-from perfsleuth.bottleneck.kernels.model import load_model
-from perfsleuth.bottleneck.measure import Plan, calibrate, machine_busy
+import pandas as pd
 
 # the scenarios are a test harness (tests/support), not part of the library
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.bottleneck_scenarios import Outcome, confusion, run_scenarios
+from tests.support.bottleneck_scenarios import (
+    RealScenario,
+    Recording,
+    record_all,
+    scenarios,
+    unavailable,
+)
+
+LABELS = (
+    "entity",
+    "scenario",
+    "expected",
+    "repetition",
+    "half",
+    "started",
+    "load1",
+    "fio_iops",
+    "fio_bw_bytes",
+    "note",
+)
+TUNING = (1, 2)
+"""Repetitions the model may be tuned on; every other one is held out."""
 
 
-def _record(o: Outcome) -> dict[str, object]:
-    inf = o.inference
+def _half(repetition: int) -> str:
+    return "tune" if repetition in TUNING else "held-out"
+
+
+def _label(rec: Recording, repetition: int) -> dict[str, object]:
     return {
-        "scenario": o.scenario.name,
-        "expected": o.scenario.expected,
-        "run": o.run,
-        "inferred": inf.bottleneck,
-        "correct": o.correct,
-        "fio": {"iops": o.result.iops, "bw": o.result.bw, "usr": o.result.usr, "sys": o.result.sys},
-        "counters": o.result.counters(),
-        "utilisation": dict(zip(inf.resources, map(float, inf.utilisation), strict=True)),
-        "p_bottleneck": dict(zip(inf.resources, map(float, inf.p_bottleneck), strict=True)),
-        "w": dict(zip(inf.parameters, map(float, inf.w), strict=True)),
-        "misfit": inf.misfit,
+        "entity": rec.entity,
+        "scenario": rec.scenario.name,
+        "expected": rec.scenario.expected,
+        "repetition": repetition,
+        "half": _half(repetition),
+        "started": datetime.fromtimestamp(rec.started, UTC).isoformat(timespec="seconds"),
+        "load1": round(rec.load[0], 2),
+        "fio_iops": round(rec.fio.get("iops", float("nan")), 1),
+        "fio_bw_bytes": round(rec.fio.get("bw_bytes", float("nan")), 0),
+        "note": rec.scenario.note,
     }
+
+
+def _chosen(only: str | None) -> list[RealScenario]:
+    every = list(scenarios())
+    if only is None:
+        return every
+    names = only.split(",")
+    unknown = sorted(set(names) - {s.name for s in every})
+    if unknown:
+        raise SystemExit(f"unknown scenario(s): {', '.join(unknown)}")
+    return [s for s in every if s.name in names]
+
+
+def _show(rec: Recording) -> None:
+    print(
+        f"{datetime.now(UTC):%H:%M:%S} {rec.entity:24s} load {rec.load[0]:5.2f} "
+        f"{len(rec.frame):6d} rows fio {rec.fio.get('iops', 0):9.0f} IOPS",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def record_corpus(out: Path, repetitions: list[int], only: str | None, seconds: float) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    labels = out / "labels.csv"
+    for repetition in repetitions:
+        recs = record_all(_chosen(only), [repetition], seconds=seconds, progress=_show)
+        frame = pd.concat([r.frame for r in recs], ignore_index=True)
+        frame.to_parquet(out / f"corpus-r{repetition}.parquet", index=False, compression="zstd")
+        fresh = not labels.exists()
+        with labels.open("a", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=LABELS)
+            if fresh:
+                writer.writeheader()
+            writer.writerows(_label(r, repetition) for r in recs)
+
+
+def live(repetitions: list[int], only: str | None, seconds: float) -> None:
+    from perfsleuth.bottleneck.detector import BottleneckDetector
+
+    detector = BottleneckDetector()
+    rows = []
+    started = time.monotonic()
+    for rec in record_all(_chosen(only), repetitions, seconds=seconds, progress=_show):
+        analysis = detector.analyse(rec.frame)
+        (entity,) = analysis.entities
+        state = entity.state
+        rows.append((rec.scenario.name, rec.scenario.expected, state))
+        mark = "ok  " if state == rec.scenario.expected else "MISS"
+        print(f"{mark} {rec.entity:24s} expected {rec.scenario.expected:6s} got {state:6s}")
+    states = ("none", *detector.resources())
+    print(f"\n{'scenario (expected)':34s}" + "".join(f"{s:>8s}" for s in states))
+    for name in dict.fromkeys(r[0] for r in rows):
+        mine = [r for r in rows if r[0] == name]
+        counts = [sum(r[2] == s for r in mine) for s in states]
+        print(f"{name + ' (' + mine[0][1] + ')':34s}" + "".join(f"{c:8d}" for c in counts))
+    right = sum(r[1] == r[2] for r in rows)
+    print(
+        f"correct: {right} of {len(rows)} ({time.monotonic() - started:.0f} s; load average "
+        f"{os.getloadavg()[0]:.2f} at the end)"
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=8.0, help="sampled per run")
-    parser.add_argument("--calibration", type=Path, help="an existing calibration profile")
-    parser.add_argument(
-        "--save-calibration", type=Path, default=Path("/var/tmp/perfsleuth-real-calibration.toml")
-    )
-    parser.add_argument("--error-model", type=Path, help="an error model from perfsleuth verify")
-    parser.add_argument("--file", default="/var/tmp/perfsleuth-real.bin")
-    parser.add_argument("--save", type=Path, help="write every run's counters and answer (JSON)")
+    parser.add_argument("mode", choices=("record", "live"))
+    parser.add_argument("--repetitions", type=int, nargs="+", default=[1])
+    parser.add_argument("--only", help="comma-separated scenario names")
+    parser.add_argument("--seconds", type=float, default=24.0, help="sampled per recording")
+    parser.add_argument("--out", type=Path, default=Path("tests/data/bottleneck"))
     args = parser.parse_args()
-
-    model = load_model()
-    if args.calibration is None:
-        print(f"calibrating (machine {machine_busy(1.0):.0%} busy) ...", file=sys.stderr)
-        profile = calibrate(
-            model,
-            plan=Plan.quick(),
-            force=True,
-            path=args.file.replace(".bin", "-calibrate.bin"),
-            progress=lambda m: print("  " + m, file=sys.stderr),
-        )
-        profile.save(args.save_calibration)
-        print(f"calibration: {args.save_calibration}", file=sys.stderr)
+    why = unavailable()
+    if why is not None:
+        print(f"cannot run: {why}", file=sys.stderr)
+        return 2
+    if args.mode == "record":
+        record_corpus(args.out, args.repetitions, args.only, args.seconds)
     else:
-        profile = load_profile(args.calibration)
-    model = apply_profile(model, profile)
-    errors = None if args.error_model is None else ErrorModel.load(args.error_model, model)
-
-    def show(o: Outcome) -> None:
-        utils = " ".join(
-            f"{r} {u:4.0%}"
-            for r, u in zip(o.inference.resources, o.inference.utilisation, strict=True)
-        )
-        mark = "ok " if o.correct else "MISS"
-        did = (
-            f"fio {o.result.iops:8,.0f} IOPS {o.result.bw / 2**20:7,.1f} MiB/s"
-            if o.scenario.job.kind != "cpu"
-            else f"fio {o.result.usr:.2f} cores user      "
-        )
-        print(
-            f"{mark} run {o.run} {o.scenario.name:22s} expected {o.scenario.expected:6s} "
-            f"inferred {o.inference.bottleneck:6s} | {did} | {utils} | "
-            f"{explain(model, o.inference)}",
-            flush=True,
-        )
-
-    started = time.monotonic()
-    load = os.getloadavg()[0]
-    outcomes = run_scenarios(
-        model,
-        error_model=errors,
-        runs=args.runs,
-        seconds=args.seconds,
-        file=args.file,
-        progress=show,
-    )
-    print()
-    print(confusion(outcomes, model.resource_names))
-    print(
-        f"({time.monotonic() - started:.0f} s; load average {load:.2f} at the start, "
-        f"{os.getloadavg()[0]:.2f} at the end; error model: "
-        f"{'learned' if errors else 'model defaults'})"
-    )
-    if args.save is not None:
-        args.save.write_text(json.dumps([_record(o) for o in outcomes], indent=1))
-        print(f"runs saved: {args.save}", file=sys.stderr)
+        live(args.repetitions, args.only, args.seconds)
     return 0
 
 

@@ -13,6 +13,7 @@ declare -A PACKAGES=(
   [prometheus-node-exporter]=/usr/bin/prometheus-node-exporter
   [prometheus-process-exporter]=/usr/bin/prometheus-process-exporter
   [sysstat]=/usr/bin/sadf
+  [stress-ng]=/usr/bin/stress-ng
 )
 
 missing=()

@@ -246,7 +246,8 @@ class ServerCpu:
         index = np.floor(times / width_s).astype(np.int64)
         first = starts.astype("int64").to_numpy() // round(width_s * 1e9)
         series = pd.Series(cpu).groupby(index).sum()
-        return series.reindex(first, fill_value=0.0).to_numpy()
+        out: np.ndarray = series.reindex(first, fill_value=0.0).to_numpy(dtype=np.float64)
+        return out
 
 
 def run_mix(

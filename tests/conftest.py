@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Generator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from perfsleuth.findings import Evidence, Finding, Kind, Severity
+
+# scripts/test.sh installs every component the tests use, so there a skipped test means a
+# check that did not run: it fails instead (PERFSLEUTH_NO_SKIPS=1), naming what was missing.
+NO_SKIPS = os.environ.get("PERFSLEUTH_NO_SKIPS") == "1"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report: pytest.TestReport = yield
+    if NO_SKIPS and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped where every component should be installed: {reason}"
+    return report
+
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 

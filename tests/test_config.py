@@ -104,3 +104,78 @@ def test_schema_includes_detector_parameters() -> None:
     assert schema["additionalProperties"] is False
     text = str(schema)
     assert "changepoint" in text and "alpha" in text
+
+
+# -- issue 16: defaults the schema's own patterns accept; TOML that is not text or too deep -----
+
+
+def _defaults(node: object) -> list[tuple[str, object]]:
+    """(pattern, default) of every schema property that has both."""
+    out: list[tuple[str, object]] = []
+    if isinstance(node, dict):
+        if "pattern" in node and "default" in node:
+            out.append((node["pattern"], node["default"]))
+        for value in node.values():
+            out += _defaults(value)
+    elif isinstance(node, list):
+        for value in node:
+            out += _defaults(value)
+    return out
+
+
+def test_schema_defaults_match_their_own_patterns() -> None:
+    import re
+
+    found = _defaults(config_schema())
+    durations = [d for p, d in found if "ms|s|m|h|d|w" in p]
+    assert len(durations) >= 10 and "15s" in durations and "1h" in durations
+    for pattern, default in found:
+        assert isinstance(default, str) and re.fullmatch(pattern, default), (pattern, default)
+    assert "PT" not in str(config_schema())  # pydantic's ISO 8601 ("PT15S") was the default
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("inf"), float("nan"), 100 * 365 * 86400 + 1])
+def test_parse_duration_bounds(seconds: float) -> None:
+    with pytest.raises(ValueError, match=r"a duration must be positive|longer than a century"):
+        parse_duration(seconds)
+    with pytest.raises(ValueError, match="longer than a century"):
+        parse_duration("99999999999w")
+
+
+BAD_TOML = {
+    "not UTF-8": b'[store]\npath = "\xff\xfe.duckdb"\n',
+    "nested 5000 deep": b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n",
+    "inline tables 3000 deep": b"a = " + b"{b = " * 3000 + b"1" + b"}" * 3000 + b"\n",
+}
+LOADERS = {
+    "config": ["config", "check", "{file}"],
+    "process rules": ["processes", "scan", "{data}", "--rules", "{file}"],
+    "model": ["bottleneck", "check", "{file}"],
+    "calibration": ["bottleneck", "infer", "{data}", "--calibration", "{file}"],
+    "error model": ["bottleneck", "infer", "{data}", "--error-model", "{file}"],
+    "upgrades": ["bottleneck", "infer", "{data}", "--upgrades", "{file}"],
+    "web-log rules": ["workload", "{data}", "--source", "weblog", "--rules", "{file}"],
+    "notify settings": ["processes", "scan", "{data}", "--notify", "{file}"],
+}
+
+
+@pytest.mark.parametrize("loader", sorted(LOADERS))
+@pytest.mark.parametrize("case", sorted(BAD_TOML))
+def test_every_toml_loader_refuses_bad_text_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], loader: str, case: str
+) -> None:
+    from perfsleuth.cli import main
+
+    path = tmp_path / "bad.toml"
+    path.write_bytes(BAD_TOML[case])
+    data = tmp_path / "data.csv"  # read (or not) before the file: a counter, a process, a log
+    data.write_text("time,entity,counter,value\n1700000000,h,cpu.user,1\n")
+    args = [a.format(file=path, data=data) for a in LOADERS[loader]]
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"perfsleuth: error: {path}"), err
+    expected = "not UTF-8 text" if case == "not UTF-8" else "nested too deeply"
+    assert expected in lines[0]

@@ -74,9 +74,30 @@ BAD_CSV = [
         r"bad\.csv:3: column 'time': not a time: 'yesterday'",
     ),
     (
-        "epoch in ms",
-        HEADER + "1704067200000,web,rt,5\n",
-        r"bad\.csv:2: column 'time': not a Unix time in seconds",
+        # epoch milliseconds are read now (time_unit="auto"); one among seconds is still refused
+        "epoch in ms among seconds",
+        HEADER + "1704067200,web,rt,5\n1704067260,web,rt,5\n1704067320000,web,rt,5\n",
+        r"bad\.csv:4: column 'time': not a Unix time in seconds",
+    ),
+    (
+        "text among Unix seconds",
+        HEADER + "1704067200,web,rt,5\n1704067260,web,rt,5\nsoon,web,rt,5\n",
+        r"bad\.csv:4: column 'time': not a time: 'soon'",
+    ),
+    (
+        "year 9999",
+        HEADER + ROW1 + "9999-01-01T00:00:00Z,web,rt,6\n",
+        r"bad\.csv:3: column 'time': time '9999-01-01T00:00:00Z' is outside the years 1900",
+    ),
+    (
+        "value too large to square",
+        HEADER + ROW1 + "2024-01-01T00:01:00Z,web,rt,1e155\n",
+        r"bad\.csv:3: column 'value': value out of range: '1e155' \(magnitudes above 1e\+100",
+    ),
+    (
+        "blank time",
+        HEADER + ROW1 + ",web,rt,6\n",
+        r"bad\.csv:3: column 'time': missing time; to skip such rows, use --missing drop",
     ),
     (
         "conflicting duplicate",
@@ -288,3 +309,161 @@ def test_errors_name_the_source_column_after_renaming(
         read_frame(
             path, "metric", columns={"ts": "time", "host": "entity", "m": "metric", "v": "value"}
         )
+
+
+# -- messy input, accepted one way (issue 16) ---------------------------------------------------
+
+
+def _metric(times: list[object], values: list[float] | None = None) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"time": times, "entity": "a", "metric": "m", "value": values or [1.0] * len(times)}
+    )
+
+
+@pytest.mark.parametrize(
+    ("stamps", "unit"),
+    [
+        ([1704067200, 1704067260], "auto"),  # seconds
+        ([1704067200000, 1704067260000], "auto"),  # milliseconds: refused before issue 16
+        ([1704067200000000, 1704067260000000], "auto"),  # microseconds
+        ([1704067200000000000, 1704067260000000000], "auto"),  # nanoseconds
+        (["1704067200000", "1704067260000"], "auto"),  # as CSV text
+        ([1704067200000, 1704067260000], "ms"),
+        ([1704067200.0, 1704067260.0], "s"),
+    ],
+)
+def test_numeric_times_in_any_unit(stamps: list[object], unit: str) -> None:
+    frame = normalise(_metric(stamps), "metric", time_unit=unit)  # type: ignore[arg-type]
+    assert list(frame["time"]) == [
+        pd.Timestamp("2024-01-01T00:00:00Z"),
+        pd.Timestamp("2024-01-01T00:01:00Z"),
+    ]
+
+
+def test_a_given_time_unit_is_not_second_guessed() -> None:
+    with pytest.raises(
+        DataError, match=r"column 'time': not a Unix time in seconds: 1704067200000"
+    ):
+        normalise(_metric([1704067200000]), "metric", time_unit="s")
+    with pytest.raises(DataError, match="time_unit must be one of"):
+        normalise(_metric([1704067200]), "metric", time_unit="minutes")  # type: ignore[arg-type]
+
+
+def test_naive_times_are_taken_in_the_given_zone() -> None:
+    frame = normalise(
+        _metric(["2024-07-01 12:00", "2024-07-01T12:01:00Z", "2024-07-01T12:02:00+02:00"]),
+        "metric",
+        tz="Europe/Paris",
+        disorder="sort",
+    )
+    assert sorted(frame["time"]) == [
+        pd.Timestamp("2024-07-01T10:00:00Z"),  # naive: Paris summer time
+        pd.Timestamp("2024-07-01T10:02:00Z"),  # its own offset wins
+        pd.Timestamp("2024-07-01T12:01:00Z"),
+    ]
+    naive = pd.to_datetime(["2024-01-15 12:00"])  # naive datetimes (Parquet) too
+    assert normalise(_metric(list(naive)), "metric", tz="Europe/Paris")["time"].iat[0] == (
+        pd.Timestamp("2024-01-15T11:00:00Z")
+    )
+    with pytest.raises(DataError, match="unknown time zone 'Mars/Olympus'"):
+        normalise(_metric(["2024-07-01 12:00"]), "metric", tz="Mars/Olympus")
+
+
+def test_daylight_saving_changes_in_local_times() -> None:
+    # the autumn hour, twice in order: the first pass is summer time, the second winter time
+    autumn = ["2024-10-27 01:30", "2024-10-27 02:30", "2024-10-27 02:30", "2024-10-27 03:30"]
+    frame = normalise(_metric(autumn, [1.0, 2.0, 3.0, 4.0]), "metric", tz="Europe/Paris")
+    assert list(frame["time"].dt.strftime("%H:%M")) == ["23:30", "00:30", "01:30", "02:30"]
+    # the spring hour does not exist: refused, naming its line
+    spring = _metric(["2024-03-31 01:30", "2024-03-31 02:30"])
+    with pytest.raises(DataError, match=r"\(row 1\).*|'2024-03-31 02:30' does not exist"):
+        normalise(spring, "metric", tz="Europe/Paris")
+
+
+def test_since_and_until_keep_rows_before_any_check() -> None:
+    frame = _metric(
+        ["2024-01-01T00:00:00Z", "2024-01-01T00:01:00Z", "2024-01-01T00:02:00Z", "bad"],
+        [1.0, 2.0, 3.0, 4.0],
+    )
+    # the bad time is refused, named by its row
+    with pytest.raises(DataError, match=r"not a time: 'bad'.*\(row 3\)"):
+        normalise(frame, "metric", since="2024-01-01T00:01:00Z")
+    kept = normalise(
+        frame.iloc[:3], "metric", since="2024-01-01T00:01:00Z", until="2024-01-01 00:02"
+    )
+    assert list(kept["value"]) == [2.0]
+    coverage = coverage_of(kept)
+    assert coverage is not None and coverage.rows == 1
+    # a naive bound is in tz
+    paris = normalise(frame.iloc[:3], "metric", since="2024-01-01 01:01", tz="Europe/Paris")
+    assert list(paris["value"]) == [2.0, 3.0]
+    with pytest.raises(DataError, match="since: not a time: 'soon'"):
+        normalise(frame.iloc[:3], "metric", since="soon")
+
+
+def test_a_missing_time_is_a_missing_value() -> None:
+    frame = _metric(["2024-01-01T00:00:00Z", "", "2024-01-01T00:02:00Z"], [1.0, 2.0, 3.0])
+    with pytest.raises(DataError, match=r"missing time; to skip such rows, use --missing drop"):
+        normalise(frame, "metric")
+    kept = normalise(frame, "metric", missing="drop")
+    assert list(kept["value"]) == [1.0, 3.0]
+    coverage = coverage_of(kept)
+    assert coverage is not None and coverage.dropped_missing == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "refused"), [(1e100, False), (-1e100, False), (1.1e100, True), (1e155, True)]
+)
+def test_values_beyond_1e100_are_refused(value: float, refused: bool) -> None:
+    frame = _metric(["2024-01-01T00:00:00Z"], [value])
+    if refused:
+        with pytest.raises(DataError, match=r"value out of range: .*magnitudes above 1e"):
+            normalise(frame, "metric")
+    else:
+        assert normalise(frame, "metric")["value"].iat[0] == value
+
+
+def test_errors_say_how_to_accept_what_they_refuse(
+    write_csv: Callable[[str, str], Path],
+) -> None:
+    advice = {
+        HEADER + ROW1 + "2024-01-01T00:01:00Z,web,rt,\n": "--missing drop",
+        HEADER + ROW2 + ROW1: "--disorder sort",
+        HEADER + ROW1 + "2024-01-01T00:00:00Z,web,rt,7\n": "--duplicates first",
+    }
+    for text, flag in advice.items():
+        key, value = flag.removeprefix("--").split()
+        with pytest.raises(DataError) as error:
+            read_frame(write_csv("messy.csv", text), "metric")
+        # the same name on the command line, in a config and in Python
+        assert f"use {flag} ({key} = '{value}' in a config or in Python)" in str(error.value)
+
+
+def test_times_out_of_range_are_refused_not_overflowed() -> None:
+    for stamp in ("9999-01-01T00:00:00Z", "1677-01-01T00:00:00Z", "2100-01-01T00:00:00Z"):
+        with pytest.raises(DataError, match="is outside the years 1900 to 2099"):
+            normalise(_metric([stamp]), "metric")
+    # the widest span: its steps and gaps still fit in nanoseconds (292 years)
+    span = ["1900-01-01T00:00:00Z", "2000-01-01T00:00:00Z", "2099-12-31T23:59:59Z"]
+    assert len(normalise(_metric(span), "metric")) == 3
+
+
+def test_times_are_kept_to_the_microsecond() -> None:
+    # a Parquet time 1 ns past the second warned ("Discarding nonzero nanoseconds") wherever it
+    # became a Python datetime, e.g. in the run's incidents (found by tests/fuzz)
+    stamps = pd.to_datetime([1_700_000_000_123_456_789, 1_700_000_001_000_000_001], utc=True)
+    out = normalise(_metric(list(stamps)), "metric")
+    assert [t.value for t in out["time"]] == [1_700_000_000_123_456_000, 1_700_000_001_000_000_000]
+    assert out["time"].max().to_pydatetime().microsecond == 0  # no warning (an error here)
+    text = normalise(_metric(["1700000000.5", "2024-01-01T00:00:00.123456789Z"]), "metric")
+    assert [t.value % 1000 for t in text["time"]] == [0, 0]
+
+
+@pytest.mark.parametrize("width", [0.0, 1e99, 4e9])
+def test_a_window_lasts_more_than_nothing_and_less_than_a_century(width: float) -> None:
+    # 1e99 s made the window's end overflow a timestamp (found by tests/fuzz)
+    frame = pd.DataFrame(
+        {"time": ["2024-01-01T00:00:00Z"], "window_s": [width], "n[a]": [1.0], "rt_sum[a]": [1.0]}
+    )
+    with pytest.raises(DataError, match=r"column 'window_s': a window must last more than 0 s"):
+        normalise(frame, "workload")

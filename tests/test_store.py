@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -23,8 +24,10 @@ from perfsleuth import store as store_module
 from perfsleuth.errors import DataError, StoreError
 from perfsleuth.findings import Evidence, Finding, Kind, Severity, ordered
 from perfsleuth.frames import normalise
+from perfsleuth.incidents import find_incidents
 from perfsleuth.store import MIGRATIONS, SCHEMA_VERSION, TABLES, Store
 from tests.conftest import T0, make_finding
+from tests.support.processes import die_with_parent
 
 HOSTILE = [
     'it\'s "quoted"',
@@ -543,6 +546,7 @@ FINDINGS = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(FINDINGS, max_size=6))
 def test_any_set_of_findings_round_trips(findings: list[Finding]) -> None:
@@ -592,12 +596,29 @@ def test_stats_counts_every_table(store: Store) -> None:
     store.write_frame(process_frame(), "process")
     store.write_frame(node_frame(), "node")
     store.write_findings([make_finding()])
-    store.begin_run("x")
+    run = store.begin_run("x")
+    store.write_incidents(find_incidents([make_finding()]), run_id=run)
     store.append_history("n1", "note", "hello")
     assert store.stats() == {
-        "samples": 8, "processes": 4, "nodes": 2, "workload": 0, "findings": 1, "runs": 1,
-        "node_history": 1,
+        "samples": 8, "processes": 4, "nodes": 2, "workload": 0, "findings": 1,
+        "incidents": 1, "runs": 1, "node_history": 1,
     }  # fmt: skip
+
+
+def test_incidents_are_kept_per_run_as_told(store: Store) -> None:
+    first, second = make_finding(), make_finding(entity="db-1", minutes=300)
+    incidents = find_incidents([first, second])
+    run = store.begin_run("analyze")
+    assert store.write_incidents(incidents, run_id=run) == 2
+    assert store.write_incidents([], run_id=run) == 0
+    stored = store.incidents(run_id=run)
+    assert [{k: v for k, v in i.items() if k != "run_id"} for i in stored] == [
+        i.to_dict() for i in incidents
+    ]
+    assert store.incidents(run_id="another") == []
+    later = store.begin_run("analyze")
+    store.write_incidents(incidents[:1], run_id=later)
+    assert [i["run_id"] for i in store.incidents()] == [later, run, run]  # newest run first
 
 
 # -- files, reopening, schema -------------------------------------------------------------------
@@ -717,7 +738,11 @@ def test_store_locked_by_another_process_is_refused(tmp_path: Path) -> None:
         """
     )
     proc = subprocess.Popen(
-        [sys.executable, "-c", holder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", holder],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=die_with_parent,  # noqa: PLW1509 (only prctl runs in the child)
     )
     try:
         assert proc.stdout is not None
@@ -822,3 +847,335 @@ def test_writers_in_threads_keep_keys_unique(tmp_path: Path) -> None:
     assert errors == []  # serialised per file: no write-write conflicts between stores
     with Store(path) as shared:
         assert shared.stats()["samples"] == 50
+
+
+# -- files that are not stores, damaged stores, killed runs -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "kind"),
+    [
+        ("data.csv", b"time,entity,metric,value\n2024-05-01T09:00:00Z,a,m,1\n", "a CSV file"),
+        ("data.parquet", b"PAR1" + b"\0" * 64 + b"PAR1", "a Parquet file"),
+        ("data.json", b'{"time": "2024-05-01T09:00:00Z", "value": 1}\n', "JSON"),
+        ("empty.duckdb", b"", "empty"),
+    ],
+)
+def test_a_data_file_as_store_is_refused_and_left_untouched(
+    tmp_path: Path, name: str, content: bytes, kind: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    for read_only in (False, True):
+        with pytest.raises(StoreError, match=rf"{name}: not a DuckDB database file .*{kind}"):
+            Store(path, read_only=read_only)
+    assert path.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no WAL, no segments
+
+
+def _kept_in_the_wal(path: Path) -> None:
+    """A store whose last committed rows are only in its write-ahead log (a killed writer)."""
+    Store(path).close()
+    script = textwrap.dedent(
+        f"""
+        import os
+        import pandas as pd
+        from perfsleuth.store import Store
+        store = Store({str(path)!r})
+        store.write_frame(pd.DataFrame({{
+            "time": pd.date_range("2024-05-01", periods=5, freq="min", tz="UTC"),
+            "entity": "wal", "metric": "rt", "value": [1.0, 2.0, 3.0, 4.0, 5.0]}}), "metric")
+        os._exit(0)  # no close, no checkpoint: the rows are committed in the WAL only
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    assert path.with_name(path.name + ".wal").stat().st_size > 0
+
+
+def test_committed_rows_in_the_wal_are_replayed(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    _kept_in_the_wal(path)
+    with Store(path, read_only=True) as store:
+        assert store.read_frame("metric")["value"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_damaged_wal_header_is_refused_and_its_rows_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    _kept_in_the_wal(path)
+    wal = path.with_name(path.name + ".wal")
+    intact = wal.read_bytes()
+    wal.write_bytes(b"\0" * 16 + intact[16:])
+    damaged = wal.read_bytes()
+    # DuckDB skips such a log silently and drops it at the next write; perfsleuth refuses
+    for read_only in (False, True):
+        with pytest.raises(StoreError, match=r"write-ahead log s\.duckdb\.wal .* damaged") as info:
+            Store(path, read_only=read_only)
+        assert "\n" not in str(info.value)
+    assert wal.read_bytes() == damaged  # the refused open left the log as it was
+    wal.write_bytes(intact)  # restored (from a backup, say): every committed row is there
+    with Store(path) as store:
+        assert store.read_frame("metric")["value"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_damaged_wal_entry_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    _kept_in_the_wal(path)
+    wal = path.with_name(path.name + ".wal")
+    data = bytearray(wal.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 16] = b"\xff" * 16
+    wal.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match=r"write-ahead log s\.duckdb\.wal is damaged") as info:
+        Store(path)
+    assert "\n" not in str(info.value)
+    assert wal.read_bytes() == bytes(data)
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """The bytes of a store with rows in several blocks (written once: it takes a while)."""
+    path = tmp_path_factory.mktemp("filled") / "s.duckdb"
+    with Store(path) as store:
+        for k in range(40):  # enough rows for several blocks
+            store.write_frame(metric_frame(entity=f"e{k}", n=50), "metric")
+        store.write_findings([make_finding()])
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("keep", [0.25, 0.5, 0.75, 0.95])
+def test_truncated_store_is_one_clear_error_and_is_not_changed(
+    tmp_path: Path, filled: bytes, keep: float
+) -> None:
+    path = tmp_path / "s.duckdb"
+    path.write_bytes(filled[: int(len(filled) * keep)])
+    cut = path.read_bytes()
+    for read_only in (True, False):
+        with pytest.raises(StoreError) as info, Store(path, read_only=read_only) as store:
+            store.read_frame("metric")
+            store.findings()
+            store.write_frame(metric_frame(entity="new"), "metric")
+        message = str(info.value)
+        assert "\n" not in message and "in use" not in message
+        assert "truncated" in message or "corrupt" in message, message
+        assert path.read_bytes() == cut
+
+
+@pytest.mark.parametrize("offset", [4096, 8192, 12288])
+def test_corrupt_header_block_is_said_to_be_corrupt_not_in_use(
+    tmp_path: Path, filled: bytes, offset: int
+) -> None:
+    path = tmp_path / "s.duckdb"
+    data = bytearray(filled)
+    data[offset : offset + 512] = b"\xff" * 512
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match=r"s\.duckdb: the store file is corrupt") as info:
+        Store(path, read_only=True)
+    assert "in use" not in str(info.value)
+    assert path.read_bytes() == bytes(data)
+
+
+def test_a_killed_run_is_marked_interrupted(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    Store(path).close()
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from perfsleuth.store import Store
+        store = Store({str(path)!r})
+        store.begin_run("perfsleuth analyze killed.toml")
+        os.kill(os.getpid(), signal.SIGKILL)
+        """
+    )
+    killed = subprocess.run([sys.executable, "-c", script], timeout=120, check=False)
+    assert killed.returncode == -9
+    with Store(path, read_only=True) as reader:  # a reader changes nothing
+        assert reader.runs()["status"].tolist() == ["running"]
+    with Store(path) as store:
+        mine = store.begin_run("perfsleuth analyze mine.toml")
+        with Store(path) as again:  # this process's own run is not another's killed one
+            runs = again.runs().set_index("command")["status"]
+        assert runs.to_dict() == {
+            "perfsleuth analyze killed.toml": "interrupted",
+            "perfsleuth analyze mine.toml": "running",
+        }
+        store.finish_run(mine, status="ok", n_findings=0)
+
+
+def test_a_reader_waits_while_another_process_holds_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    with Store(path) as store:
+        store.write_frame(metric_frame(), "metric")
+    holder = textwrap.dedent(
+        f"""
+        import sys, duckdb
+        con = duckdb.connect({str(path)!r})
+        print("ready", flush=True)
+        sys.stdin.readline()
+        con.close()
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=die_with_parent,  # noqa: PLW1509 (only prctl runs in the child)
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline().strip() == "ready"
+        with pytest.raises(store_module.StoreInUseError, match="in use by another process"):
+            Store(path, read_only=True, wait=0)
+        got: list[pd.DataFrame] = []
+        reader = threading.Thread(
+            target=lambda: got.append(Store(path, read_only=True, wait=120).read_frame("metric"))
+        )
+        reader.start()  # waits for the holder to let go ...
+        proc.stdin.write("done\n")
+        proc.stdin.flush()
+        reader.join(timeout=180)
+        assert not reader.is_alive()
+        same(got[0], metric_frame())  # ... then reads
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def test_a_run_command_is_stored_without_credentials(store: Store) -> None:
+    store.begin_run("perfsleuth import --url https://bob:hunter22@prom.example/x?token=abc123")
+    command = store.runs()["command"].iloc[0]
+    assert "hunter22" not in command and "abc123" not in command and "bob" not in command
+    assert "https://***@prom.example/x?token=***" in command
+
+
+# -- segments: what the collector commits beside the store --------------------------------------
+
+
+def _segment_parts(node: str, t0: pd.Timestamp, n: int) -> dict[str, pd.DataFrame]:
+    times = [t0 + pd.Timedelta(seconds=k) for k in range(n)]
+    processes = pd.DataFrame(
+        {
+            "node": node, "pid": 42, "name": "java", "time": times, "user": "app",
+            "cpu": [0.5] * n, "rss_bytes": [1e6] * n,
+            "io_bytes": [None if k == 0 else 10.0 * k for k in range(n)],  # unreadable once
+            "start_time": 1.7e9, "cpu_wait": [0.01] * n,
+        }
+    )  # fmt: skip
+    counters = pd.DataFrame(
+        {"entity": node, "name": "cpu.user", "time": times, "value": [1.0] * n, "unit": "cores"}
+    )
+    nodes = pd.DataFrame({"node": [node], "ncpu": [4.0], "os": ["Linux"]})
+    starts = pd.DataFrame(
+        {
+            "node": [node], "pid": [42], "start_time": [pd.Timestamp("2024-05-01T08:00:00Z")],
+            "name": ["java"], "user": ["app"], "first_seen": [times[0]], "last_seen": [times[-1]],
+        }
+    )  # fmt: skip
+    return {"processes": processes, "counters": counters, "nodes": nodes, "starts": starts}
+
+
+def _commit(path: Path, node: str, t0: pd.Timestamp, n: int = 3) -> store_module.Segment:
+    return store_module.append_segment(
+        path,
+        node=node,
+        last=(t0 + pd.Timedelta(seconds=n - 1)).to_pydatetime(),
+        parts=_segment_parts(node, t0, n),
+        state={"node": node, "n": n},
+    )
+
+
+T_SEG = pd.Timestamp("2024-05-01T09:00:00Z")
+
+
+def test_segments_are_read_with_the_tables_then_folded_in_once(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    with Store(path) as store:
+        store.write_frame(process_frame(), "process")
+        written = store.stats()
+    first = _commit(path, "c1", T_SEG)
+    _commit(path, "c1", T_SEG + pd.Timedelta(minutes=1))
+    _commit(path, "c2", T_SEG)
+    with Store(path, read_only=True) as reader:  # a reader sees the segments, folds nothing
+        read = reader.read_frame("process")
+        counters = reader.read_frame("counter")
+        nodes = reader.read_frame("node")
+        stats = reader.stats()
+        assert reader.process_nodes() == ["c1", "c2", "n1", "n2"]
+    assert len(read) == 4 + 9 and read["io_bytes"].isna().sum() == 3
+    assert read.loc[read["node"] == "c1", "cpu_wait"].tolist() == [0.01] * 6
+    assert len(counters) == 9 and set(counters["unit"]) == {"cores"}
+    assert nodes.to_dict("list") == {"node": ["c1", "c2"], "ncpu": [4.0, 4.0], "os": ["Linux"] * 2}
+    assert stats["processes"] == written["processes"] + 9 and stats["samples"] == 9
+    assert store_module.read_segment_state(first) == {"node": "c1", "n": 3}
+
+    with Store(path) as store:  # a writer folds them in
+        pd.testing.assert_frame_equal(store.read_frame("process"), read)
+        pd.testing.assert_frame_equal(store.read_frame("counter"), counters)
+        assert store.stats() == stats
+        assert store.compact() == 0  # once
+        with store.transaction("look") as con:
+            starts = con.execute("SELECT node, pid FROM process_starts ORDER BY node").fetchall()
+    assert starts == [("c1", 42), ("c2", 42)]
+    left = store_module.list_segments(path)  # each node's newest stays: its collector resumes
+    assert [seg.name for seg in left] == sorted(
+        [store_module.list_segments(path, node=node)[-1].name for node in ("c1", "c2")]
+    )
+    with Store(path, read_only=True) as reader:
+        pd.testing.assert_frame_equal(reader.read_frame("process"), read)
+        assert reader.stats() == stats
+
+
+def test_segments_left_by_a_crash_are_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.duckdb"
+    Store(path).close()
+    folder = store_module.segment_dir(path)
+    _commit(path, "c1", T_SEG)
+    # a writer killed mid-segment: a hidden folder readers ignore
+    (folder / ".tmp-seg-crashed").mkdir()
+    (folder / ".tmp-seg-crashed" / "processes.parquet").write_bytes(b"PAR1 torn")
+    # a fold killed after its transaction failed: nothing recorded, nothing removed
+    monkeypatch.setattr(store_module, "_fold", _fold_then_fail)
+    with pytest.raises(StoreError, match="nothing was stored"):
+        Store(path)
+    monkeypatch.undo()
+    assert len(store_module.list_segments(path)) == 1
+    with Store(path, read_only=True) as reader:
+        assert len(reader.read_frame("process")) == 3
+    # a fold killed after its commit, before removing the folders: recorded, so read once
+    second = _commit(path, "c1", T_SEG + pd.Timedelta(minutes=1))
+    with Store(path) as store:
+        assert len(store.read_frame("process")) == 6
+    kept = tmp_path / "kept"
+    shutil.copytree(second.path, kept)  # as if its removal had not happened
+    old = _commit(path, "c1", T_SEG - pd.Timedelta(minutes=1))  # older than the newest
+    with Store(path) as store:
+        assert len(store.read_frame("process")) == 9
+    shutil.copytree(kept, old.path.with_name(".del-" + old.name))  # removal cut short
+    with Store(path, read_only=True) as reader:
+        assert len(reader.read_frame("process")) == 9
+        assert len(reader.read_frame("counter")) == 9
+    with Store(path) as store:  # the next writer tidies up
+        assert len(store.read_frame("process")) == 9
+    assert not list(folder.glob(".del-*"))
+    assert (folder / ".tmp-seg-crashed").exists()  # not stale yet: it might be a live writer
+
+
+def _fold_then_fail(con: duckdb.DuckDBPyConnection, segments: Any) -> None:
+    REAL_FOLD(con, segments)
+    raise duckdb.IOException("disk full")
+
+
+REAL_FOLD = store_module._fold
+
+
+def test_a_damaged_segment_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    Store(path).close()
+    segment = _commit(path, "c1", T_SEG)
+    (segment.path / "processes.parquet").write_bytes(b"not parquet")
+    reader = Store(path, read_only=True)
+    with pytest.raises(StoreError, match=r"could not read its process frame") as info:
+        reader.read_frame("process")
+    reader.close()
+    assert "processes.parquet" in str(info.value) and "\n" not in str(info.value)

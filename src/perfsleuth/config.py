@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from pydantic import (
     AfterValidator,
@@ -23,12 +23,13 @@ from pydantic import (
     WithJsonSchema,
     create_model,
 )
+from pydantic.json_schema import GenerateJsonSchema
 
 from perfsleuth import tomlfile
-from perfsleuth.durations import Duration
+from perfsleuth.durations import Duration, format_duration
 from perfsleuth.errors import ConfigError
 from perfsleuth.families import FAMILIES, RENAMED, names
-from perfsleuth.notify.settings import NotifySettings
+from perfsleuth.notify.settings import NotifySettings, within
 from perfsleuth.sources.specs import KINDS, Source
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ __all__ = [
     "Config",
     "OutputSection",
     "StoreSection",
+    "TopologyEntry",
     "WatchSection",
     "config_schema",
     "detectors_of",
@@ -77,6 +79,15 @@ def _all_families() -> list[str]:
     return names()
 
 
+def _report_name(name: str) -> str:
+    if not name or name in (".", "..") or Path(name).name != name or "\\" in name:
+        raise ValueError(
+            f"{name!r}: a file name in [output] dir, without folders (set [output] dir to "
+            "write elsewhere)"
+        )
+    return name
+
+
 class AnalyzeSection(_Strict):
     """What ``perfsleuth analyze`` (and ``watch``) runs."""
 
@@ -86,21 +97,40 @@ class AnalyzeSection(_Strict):
         + ", ".join(names()),
     )
     title: str = Field(default="perfsleuth analysis", description="report title")
-    report: str = Field(default="report.html", description="report file name in [output] dir")
+    report: Annotated[str, AfterValidator(_report_name)] = Field(
+        default="report.html", description="report file name in [output] dir (no folders)"
+    )
+
+
+WATCH_EVERY: Final = (timedelta(milliseconds=10), timedelta(days=1))
+"""Shortest and longest window of ``perfsleuth watch`` (and longest wait in an outage)."""
 
 
 class WatchSection(_Strict):
     """How ``perfsleuth watch`` polls."""
 
     name: str = Field(default="watch", min_length=1, description="alert state key in the store")
-    every: Duration = Field(default=timedelta(minutes=1), description="one check per window")
-    backoff_max: Duration = Field(
-        default=timedelta(minutes=10), description="longest wait between attempts in an outage"
+    every: Annotated[Duration, within(*WATCH_EVERY)] = Field(
+        default=timedelta(minutes=1), description="one check per window (10ms to 1d)"
     )
-    grace: Duration | None = Field(
+    backoff_max: Annotated[Duration, within(*WATCH_EVERY)] = Field(
+        default=timedelta(minutes=10),
+        description="longest wait between attempts in an outage (10ms to 1d)",
+    )
+    grace: Annotated[Duration, within(timedelta(seconds=1), timedelta(days=30))] | None = Field(
         default=None,
         description="a finding ending this long before the newest data has ended "
         "(default: two windows)",
+    )
+
+
+class TopologyEntry(_Strict):
+    """``[[topology]]``: the nodes a service runs on, so findings about the service and about
+    those nodes (processes, resources) are connected into one incident."""
+
+    service: str = Field(min_length=1, description="the service (a workload entity)")
+    nodes: list[Annotated[str, Field(min_length=1)]] = Field(
+        min_length=1, description="the nodes it runs on (process nodes, counter hosts)"
     )
 
 
@@ -132,6 +162,9 @@ class Config(_Strict):
     )
     detectors: Any = Field(
         default=None, description="family name → its detector's parameters (config schema)"
+    )
+    topology: list[TopologyEntry] = Field(
+        default_factory=list, description="services and the nodes they run on (incidents)"
     )
 
 
@@ -179,6 +212,7 @@ def parse_config(data: dict[str, Any], *, source: str, locate: Any = None) -> Co
             tomlfile.validation_message(exc, source=source, locate=locate, tags=KINDS)
         ) from None
     config = config.model_copy(update={"detectors": typed})
+    _check_retries(config, source=source, locate=locate)
     chosen = set(config.analyze.families)
     for name in type(typed).model_fields:
         if getattr(typed, name) is not None and name not in chosen:
@@ -188,10 +222,35 @@ def parse_config(data: dict[str, Any], *, source: str, locate: Any = None) -> Co
     return config
 
 
+def _check_retries(config: Config, *, source: str, locate: Any) -> None:
+    """Network sources retry a bounded number of times (each wait doubles, up to a cap)."""
+    from perfsleuth.sources.prometheus import MAX_RETRIES
+
+    for index, spec in enumerate(config.sources):
+        retries = getattr(spec, "retries", None)
+        if isinstance(retries, int) and retries > MAX_RETRIES:
+            line = locate(("sources", index, "retries")) if locate else None
+            where = f"{source}:{line}" if line else source
+            raise ConfigError(
+                f"{where}: sources.{index}.retries: {retries} is out of range: give 0 to "
+                f"{MAX_RETRIES}"
+            )
+
+
 def load_config(path: str | Path) -> Config:
     """Read and validate a TOML config, including every family's detector parameters."""
     document = tomlfile.read_toml(path, what="config")
     return parse_config(document.data, source=document.source, locate=document.line)
+
+
+class _Schema(GenerateJsonSchema):
+    """Defaults written as a user writes them: a duration's is "15s", as its pattern says
+    (pydantic would write ISO 8601, "PT15S", which that pattern refuses)."""
+
+    def encode_default(self, dft: Any) -> Any:
+        if isinstance(dft, timedelta):
+            return format_duration(dft)
+        return super().encode_default(dft)
 
 
 def config_schema() -> dict[str, Any]:
@@ -202,6 +261,6 @@ def config_schema() -> dict[str, Any]:
         __base__=Config,
         detectors=(section, Field(default=None)),  # type: ignore[arg-type]
     )
-    schema: dict[str, Any] = typed.model_json_schema()
+    schema: dict[str, Any] = typed.model_json_schema(schema_generator=_Schema)
     schema["title"] = "perfsleuth.toml"
     return schema

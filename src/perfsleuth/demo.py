@@ -20,7 +20,13 @@ the story of one estate:
   capture, and busy but legitimate jobs that must not be reported;
 * **bottlenecks** (Blake & Breese): five minutes of OS counters on 2024-05-03 12:00 from
   ``db-1`` (random reads: disk), ``web-1`` (CPU) and ``cache-1`` (page-cache thrashing:
-  memory), with the upgrade catalogue and a target of twice today's throughput.
+  memory), with the upgrade catalogue and a target of twice today's throughput;
+* **one incident across families**: the ``shop`` service on node ``app-1``, 2024-05-04
+  08:00–11:00 in one-minute windows; at 09:00 a release makes ``checkout`` three times as
+  expensive. Its latency rises (change points), the mix no longer explains it (Kelly), the
+  ``checkout`` type costs more CPU (Cherkasova et al.), and ``app-1``'s counters from 09:30
+  show the CPU saturated (Blake & Breese): one incident, one chain. ``[[topology]]`` says
+  ``shop`` runs on ``app-1``.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import pandas as pd
 
 from perfsleuth.datasets import simulate_mm1, transaction_scenario
 from perfsleuth.frames import normalise
+from perfsleuth.incidents import Topology
 from perfsleuth.run import Input, Outputs, Plan, RunResult, Step, run
 
 if TYPE_CHECKING:
@@ -45,6 +52,10 @@ START = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 BOOKSTORE_START = datetime(2024, 5, 2, 6, 0, tzinfo=UTC)
 COUNTERS_START = datetime(2024, 5, 3, 12, 0, tzinfo=UTC)
 FLEET_START = "2024-05-01"
+SHOP_START = datetime(2024, 5, 4, 8, 0, tzinfo=UTC)
+SHOP_RELEASE_MINUTE = 60
+"""The ``shop`` release: ``checkout`` costs three times as much from 09:00."""
+SHOP_TOPOLOGY = Topology.of([("shop", ["app-1"])])
 
 #: (entity, scenario) of the bottleneck family: the scenario fixes the bottleneck.
 COUNTER_HOSTS: tuple[tuple[str, str], ...] = (
@@ -63,6 +74,7 @@ class DemoData:
     bookstore: pd.DataFrame
     processes: pd.DataFrame
     counters: pd.DataFrame
+    shop: pd.DataFrame
     rules: ProcessRules
 
 
@@ -97,8 +109,12 @@ def demo_data(seed: int = 7) -> DemoData:
         ),
         ("inventory", simulate_mm1(3000, arrival_rate=30.0, service_time=0.020, seed=seed + 2)),
     ]
+    shop = _shop(seed)
     metric = pd.concat(
-        [run.to_metric_frame(entity=name, start=START, interval_s=2.0) for name, run in runs]
+        [
+            *(run.to_metric_frame(entity=name, start=START, interval_s=2.0) for name, run in runs),
+            _latency(shop, "shop"),
+        ]
     )
     webshop = transaction_scenario(seed).frame
     paper = cherkasova_scenario(seed, windows=40).frame
@@ -118,6 +134,16 @@ def demo_data(seed: int = 7) -> DemoData:
                 start=COUNTERS_START,
             ).frame
             for k, (entity, scenario) in enumerate(COUNTER_HOSTS)
+        ]
+        + [
+            simulate_scenario(
+                "cpu",
+                seed=seed + 10,
+                samples=60,
+                interval_s=5.0,
+                entity="app-1",
+                start=SHOP_START + pd.Timedelta(minutes=90),
+            ).frame
         ],
         ignore_index=True,
     )
@@ -127,7 +153,39 @@ def demo_data(seed: int = 7) -> DemoData:
         bookstore=normalise(bookstore, "workload", source="demo: bookstore (Cherkasova et al.)"),
         processes=normalise(fleet.frame, "process", source="demo: fleet of 14 nodes"),
         counters=normalise(counters, "counter", source="demo: OS counters"),
+        shop=shop,
         rules=fleet.rules,
+    )
+
+
+def _shop(seed: int) -> pd.DataFrame:
+    """Three hours of the ``shop`` in one-minute windows, with the 09:00 release."""
+    from perfsleuth.datasets.transactions import Release, simulate_transactions
+
+    return simulate_transactions(
+        180,
+        window_s=60.0,
+        peak_util=0.3,
+        cpu_cores=4,
+        mix_drift=1.0,  # a shop's mix swings over the day: what tells the types' costs apart
+        releases=(Release(SHOP_RELEASE_MINUTE, "checkout", 3.0),),
+        start=SHOP_START,
+        seed=seed,
+    ).frame
+
+
+def _latency(workload: pd.DataFrame, service: str) -> pd.DataFrame:
+    """Mean response time per window of a workload frame, as a metric frame (seconds)."""
+    total = sum(workload[c] for c in workload.columns if str(c).startswith("rt_sum["))
+    count = sum(workload[c] for c in workload.columns if str(c).startswith("n["))
+    return pd.DataFrame(
+        {
+            "time": workload["time"],
+            "entity": service,
+            "metric": "latency",
+            "value": total / count,
+            "unit": "s",
+        }
     )
 
 
@@ -158,6 +216,7 @@ def demo_plan(out_dir: Path, store_path: Path, *, seed: int = 7) -> Plan:
         Input("bookstore", "workload", frame=data.bookstore, label="bookstore"),
         Input("process", "process", frame=data.processes, label="demo"),
         Input("counter", "counter", frame=data.counters, label="demo"),
+        Input("shop", "workload", frame=data.shop, label="shop"),
     )
     steps = (
         Step(ChangePointDetector(), "metric"),
@@ -165,6 +224,8 @@ def demo_plan(out_dir: Path, store_path: Path, *, seed: int = 7) -> Plan:
         Step(SegmentDetector(entity="bookstore"), "bookstore"),
         Step(ProcessDetector(rules=data.rules), "process"),
         Step(BottleneckDetector(upgrades=str(_upgrade_catalogue()), target_factor=2.0), "counter"),
+        Step(MixAnomalyDetector(entity="shop"), "shop"),
+        Step(SegmentDetector(entity="shop"), "shop"),
     )
     outputs = Outputs(
         store=store_path,
@@ -172,7 +233,7 @@ def demo_plan(out_dir: Path, store_path: Path, *, seed: int = 7) -> Plan:
         jsonl=out_dir / "findings.jsonl",
         title="perfsleuth demo",
     )
-    return Plan(inputs, steps, outputs, command="perfsleuth demo")
+    return Plan(inputs, steps, outputs, command="perfsleuth demo", topology=SHOP_TOPOLOGY)
 
 
 def run_demo(out_dir: Path, store_path: Path, *, seed: int = 7) -> RunResult:

@@ -9,15 +9,19 @@
    analysis (the findings and what they rest on). A step whose input is empty does not run
    ("no data"); one whose data are unsuitable (too few, no ``cpu_util``) is skipped and says
    why: one family cannot stop the others;
-3. the frames read and the findings are stored as one run, notifications are sent, and the
-   report draws every analysis (it never fits or searches again) with ``findings.jsonl``
-   beside it.
+3. the findings are connected into incidents (:mod:`perfsleuth.incidents`: findings that
+   overlap in time and relate by service, node, process and resource tell one story);
+4. the frames read, the findings and the incidents are stored as one run, notifications are
+   sent, and the report opens with the incidents and draws every analysis (it never fits or
+   searches again), with ``findings.jsonl`` and ``incidents.json`` beside it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,9 +31,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from perfsleuth.analysis import Analysis, Detector, Family
-from perfsleuth.errors import DataError, PerfsleuthError
+from perfsleuth.errors import ConfigError, DataError, PerfsleuthError
 from perfsleuth.families import create, family
 from perfsleuth.findings import Finding, ordered, write_jsonl
+from perfsleuth.incidents import Covered, Incident, Topology, covered_by, find_incidents, revealed
 from perfsleuth.sources.load import Loaded, SourceInfo, load
 
 if TYPE_CHECKING:
@@ -49,11 +54,13 @@ __all__ = [
     "Step",
     "StepResult",
     "analyse_steps",
+    "check_outputs",
     "diagnose",
     "keep_frames",
     "plan_from_config",
     "read_inputs",
     "run",
+    "same_file",
 ]
 
 log = logging.getLogger(__name__)
@@ -119,6 +126,9 @@ class Plan:
         A step whose data do not suit its detector (too few, a column missing) is skipped and
         says why, so one family cannot stop the others; ``False`` makes that an error (a
         one-family command has nothing else to show).
+    topology
+        Which nodes each service runs on (the config's ``[[topology]]``), to connect findings
+        into incidents; what the data reveal is added to it.
     """
 
     inputs: tuple[Input, ...]
@@ -129,6 +139,7 @@ class Plan:
     base: Path | None = None
     command: str = "perfsleuth"
     skip_unsuitable: bool = True
+    topology: Topology = field(default_factory=Topology)
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,6 +170,7 @@ class RunResult:
     jsonl: Path | None = None
     notified: NotifyReport | None = None
     notes: list[str] = field(default_factory=list)
+    incidents: list[Incident] = field(default_factory=list)
 
     def analysis(self, family_name: str) -> Analysis | None:
         """The analysis of the first step of ``family_name`` that ran (None if none did)."""
@@ -202,6 +214,7 @@ def plan_from_config(config: Config, *, base: Path | None = None, command: str =
         notify=settings,
         base=base,
         command=command or "perfsleuth analyze",
+        topology=Topology.of((e.service, e.nodes) for e in config.topology),
     )
 
 
@@ -268,6 +281,7 @@ def analyse_steps(
         if frame is None or len(frame) == 0:
             results.append(StepResult(name, step.input, contract, "no data"))
             continue
+        log.info("%s: analysing %d row(s) ...", name, len(frame))  # progress: searches take a while
         try:
             analysis = step.detector.analyse(frame)
         except DataError as exc:
@@ -293,6 +307,7 @@ def run(plan: Plan, *, now: datetime | None = None, send: bool = True) -> RunRes
     """
     from perfsleuth.store import Store
 
+    check_outputs(plan)
     store_path = plan.outputs.store
     notes: list[str] = []
     with contextlib.ExitStack() as stack:
@@ -303,16 +318,19 @@ def run(plan: Plan, *, now: datetime | None = None, send: bool = True) -> RunRes
         steps = analyse_steps(plan.steps, loaded.frames, skip_unsuitable=plan.skip_unsuitable)
         findings = ordered(f for step in steps for f in step.findings)
         result = RunResult(findings, steps, loaded, notes=notes)
+        result.incidents = incidents_of(plan, steps, loaded.frames, findings)
         if db is not None:
             result.run_id = db.begin_run(plan.command)
             try:
                 keep_frames(db, plan, loaded)
                 db.write_findings(findings, run_id=result.run_id)
+                db.write_incidents(result.incidents, run_id=result.run_id)
                 if send and plan.notify is not None:
                     result.notified = _notify(db, plan, plan.notify, result, now)
-            except BaseException:
+            except BaseException as exc:
+                status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
                 with contextlib.suppress(PerfsleuthError):  # keep the first error, not this one
-                    db.finish_run(result.run_id, status="failed", n_findings=len(findings))
+                    db.finish_run(result.run_id, status=status, n_findings=len(findings))
                 raise
             db.finish_run(result.run_id, status="ok", n_findings=len(findings))
         elif send and plan.notify is not None:
@@ -324,7 +342,82 @@ def run(plan: Plan, *, now: datetime | None = None, send: bool = True) -> RunRes
         plan.outputs.jsonl.parent.mkdir(parents=True, exist_ok=True)
         plan.outputs.jsonl.write_text(write_jsonl(findings), encoding="utf-8")
         result.jsonl = plan.outputs.jsonl
+        incidents = [i.to_dict() for i in result.incidents]
+        text = json.dumps(incidents, indent=2, ensure_ascii=False, allow_nan=False)
+        plan.outputs.jsonl.with_name("incidents.json").write_text(text + "\n", encoding="utf-8")
     return result
+
+
+def incidents_of(
+    plan: Plan,
+    steps: Sequence[StepResult],
+    frames: Mapping[str, pd.DataFrame],
+    findings: Sequence[Finding],
+) -> list[Incident]:
+    """The run's findings connected into incidents, with what each family looked at (so a
+    missing link can say "found nothing" rather than "no data")."""
+    covered: list[Covered] = []
+    for step, done in zip(plan.steps, steps, strict=True):
+        frame = frames.get(step.input)
+        if done.status == "ran" and frame is not None and "time" in frame:
+            service = str(getattr(step.detector, "entity", ""))  # workload families name one
+            covered.append(covered_by(done.family, frame, service=service))
+    topology = plan.topology.merged(revealed(covered))
+    return find_incidents(findings, topology=topology, covered=covered)
+
+
+def check_outputs(plan: Plan) -> None:
+    """Refuse a plan whose report, findings file or store is one of its inputs, or another of
+    its outputs: a run never overwrites the data it reads (checked before anything is read)."""
+    inputs: dict[Path, str] = {}
+    for item in plan.inputs:
+        for source in item.sources:
+            for path in _paths_of(source):
+                inputs.setdefault(_resolve(path, plan.base), source.kind)
+    outputs = plan.outputs
+    written: list[tuple[str, Path]] = [
+        (what, path)
+        for what, path in (("report", outputs.report), ("findings file", outputs.jsonl))
+        if path is not None
+    ]
+    for what, path in written:
+        for read, kind in inputs.items():
+            if same_file(path, read):
+                raise ConfigError(
+                    f"{path}: the {what} would overwrite an input of this run (a {kind} source); "
+                    "choose another output path"
+                )
+        if outputs.store is not None and same_file(path, outputs.store):
+            raise ConfigError(f"{path}: the {what} would overwrite the store; choose another path")
+    if len(written) == 2 and same_file(written[0][1], written[1][1]):
+        raise ConfigError(f"{written[0][1]}: the report and the findings file are one file")
+    if outputs.store is not None:
+        for read, kind in inputs.items():
+            if kind != "store" and same_file(outputs.store, read):
+                raise ConfigError(
+                    f"{outputs.store}: the store would overwrite an input of this run "
+                    f"(a {kind} source); choose another store path"
+                )
+
+
+def _paths_of(source: Source) -> list[Path]:
+    """Every file or folder a source reads (``-``, stdin, is none)."""
+    found: list[Path] = []
+    for name in type(source).model_fields:
+        value = getattr(source, name)
+        values = value if isinstance(value, list | tuple) else [value]
+        found.extend(v for v in values if isinstance(v, Path) and str(v) != "-")
+    return found
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (the same path, a symbolic or a hard link)."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)  # also through hard links
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
 
 
 def diagnose(
@@ -401,6 +494,7 @@ def _notify(
         graphs=_graphs(result.steps),
         now=now,
         title=plan.command,
+        incidents=result.incidents,
     )
     result.notes.append(
         f"notify: {len(report.due)} due, {report.not_due} already notified; "
@@ -427,7 +521,9 @@ def write_report(path: Path, plan: Plan, result: RunResult) -> Path:
     """The HTML report: every analysis's section, and what the run read and did."""
     from perfsleuth.frames import coverage_of
     from perfsleuth.report.html import write_html
+    from perfsleuth.report.incidents import incident_sections
 
+    log.info("writing the report %s ...", path)
     sections = family_sections(result, max_points=plan.outputs.max_points)
     sections.append(_run_section(result))
     frames = result.loaded.frames
@@ -443,6 +539,7 @@ def write_report(path: Path, plan: Plan, result: RunResult) -> Path:
         title=plan.outputs.title,
         max_points=plan.outputs.max_points,
         rejected=result.loaded.rejected,
+        opening=incident_sections(result.incidents),
     )
 
 

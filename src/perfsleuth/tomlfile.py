@@ -126,7 +126,7 @@ def validation_message(
     they are not keys anybody wrote, so they are left out).
     """
     lines = []
-    base = [p for p in prefix.split(".") if p]
+    base: list[str | int] = [int(p) if p.isdigit() else p for p in prefix.split(".") if p]
     for error in exc.errors():
         raw = list(error["loc"])
         # a union's tag follows the list index it was chosen for: sources.0.file.path

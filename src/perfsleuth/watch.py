@@ -35,7 +35,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from perfsleuth.config import Config
+from perfsleuth.config import WATCH_EVERY, Config
+from perfsleuth.durations import format_duration
 from perfsleuth.errors import ConfigError, PerfsleuthError, SourceError
 from perfsleuth.families import family_of
 from perfsleuth.findings import Finding, ordered, read_jsonl, write_jsonl
@@ -166,6 +167,12 @@ class Watcher:
         self.base = base
         self.name = config.watch.name
         self.every = every if every is not None else config.watch.every
+        low, high = WATCH_EVERY
+        if not low <= self.every <= high:
+            raise ConfigError(
+                f"every: {format_duration(self.every)} is out of range: give "
+                f"{format_duration(low)} to {format_duration(high)}"
+            )
         self.backoff_max = config.watch.backoff_max
         self.grace = config.watch.grace if config.watch.grace is not None else 2 * self.every
         self.plan: Plan = plan_from_config(
@@ -179,6 +186,10 @@ class Watcher:
         self._clock = clock or (lambda: datetime.now(UTC))
         self.events: list[AlertEvent] = []
         self.failures = 0
+        # checks done, how many found the sources answering, and what the last failure was
+        self.checks = 0
+        self.answered = 0
+        self.last_error = ""
         self._outage_since: datetime | None = None
         assert self.plan.outputs.store is not None  # a config always names its store
         self.store_path: Path = self.plan.outputs.store
@@ -251,6 +262,7 @@ class Watcher:
     def check(self) -> CheckResult:
         """One check: read, detect, store, raise and clear. A failing source changes nothing."""
         now = self._clock()
+        self.checks += 1
         try:
             loaded = self._read(now)
         except ConfigError:
@@ -267,6 +279,7 @@ class Watcher:
             self._outage_since = None
         if not loaded.frames:
             return self._failed(now, SourceError("the sources answered but gave no data"))
+        self.answered += 1
         steps = analyse_steps(self.plan.steps, loaded.frames)
         findings = ordered(f for step in steps for f in step.findings)
         ran = {step.family for step in steps if step.status == "ran"}
@@ -283,10 +296,13 @@ class Watcher:
     def _read(self, now: datetime) -> Loaded:
         if self._load is not None:
             return self._load()
+        # watch holds the store, so a collector beside it cannot fold its segments in: we do
+        self.store.compact()
         return read_inputs(self.plan, now=now, store=self.store)
 
     def _failed(self, now: datetime, exc: BaseException) -> CheckResult:
         self.failures += 1
+        self.last_error = str(exc)
         if self._outage_since is None:
             self._outage_since = now
         wait = self.backoff()

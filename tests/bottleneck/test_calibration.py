@@ -4,6 +4,7 @@ machines are refused."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from perfsleuth.bottleneck import measure
 from perfsleuth.bottleneck.kernels.calibration import (
     COSTS,
+    ERROR_SCALE,
     Measurement,
     apply_profile,
     fit_profile,
@@ -19,9 +21,10 @@ from perfsleuth.bottleneck.kernels.calibration import (
     load_profile,
 )
 from perfsleuth.bottleneck.kernels.model import load_model
-from perfsleuth.errors import ConfigError, NotEnoughDataError
+from perfsleuth.errors import ConfigError, DataError, NotEnoughDataError
 
 MODEL = load_model()
+FIO = Path(__file__).parents[1] / "data" / "bottleneck" / "fio"
 MACHINE = {"ncpu": 8.0, "mem_total": 64.0 * 2**30, "mem_reserved": 2.0 * 2**30, "page_size": 4096.0}
 
 
@@ -171,10 +174,54 @@ def test_profile_for_another_model_or_unknown_names(tmp_path: Path) -> None:
         apply_profile(MODEL, load_profile(path))
 
 
-def test_busy_machine_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_busy_machine_is_calibrated_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # issue 20: no longer refused; warned, and the profile's errors are wider
     monkeypatch.setattr(measure, "machine_busy", lambda seconds=1.0: 0.65)
-    with pytest.raises(measure.BusyMachineError, match=r"65% busy.*--force"):
-        measure.calibrate(MODEL, path=tmp_path / "f.bin")
+    monkeypatch.setattr(measure, "_check_direct", lambda target: None)
+    monkeypatch.setattr(measure.Plan, "device_runs", lambda self: [])
+    monkeypatch.setattr(measure.Plan, "cpu_jobs", lambda self, path: [])
+    said: list[str] = []
+    profile = measure.calibrate(MODEL, path=tmp_path / "f.bin", progress=said.append)
+    assert any(re.search(r"65% busy.*1\.65x", line) for line in said)
+    assert "65% busy" in caplog.text
+    assert profile.info[ERROR_SCALE] == "1.650"
+    quiet = measure.calibrate(MODEL, path=tmp_path / "f.bin", max_busy=0.9, progress=said.append)
+    assert ERROR_SCALE not in quiet.info
+
+
+@pytest.mark.parametrize("value", ["0.5", "inf", "many", "1e400"])
+def test_a_bad_error_scale_names_file_line_and_key(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(f'[profile]\nmodel = "linux"\nerror_scale = "{value}"\n')
+    with pytest.raises(ConfigError, match=r"p.toml:3: profile.error_scale: expected a number"):
+        load_profile(path)
+
+
+def test_fio_json_results_become_device_runs() -> None:
+    runs, skipped = measure.from_fio(FIO)
+    assert sorted((m.kind, m.size, m.depth) for m in runs) == [
+        ("randread", 4096.0, 1.0),
+        ("randread", 4096.0, 4.0),
+        ("randread", 65536.0, 1.0),
+        ("randread", 65536.0, 4.0),
+    ]
+    assert all(
+        m.direct and m.iops > 0 and m.bw == pytest.approx(m.iops * m.size, rel=0.01) for m in runs
+    )
+    assert skipped == ["buffered-read.json: job 'buffered': buffered I/O left out (needs direct=1)"]
+
+
+def test_files_that_are_not_fio_json_are_named(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text(
+        '{"jobs": [{"jobname": "a", "job options": {"rw": "randread", "direct": "1"}}]}'
+    )
+    with pytest.raises(DataError, match=r"x.json: job 'a': not fio's JSON output"):
+        measure.from_fio(tmp_path)
+    (tmp_path / "x.json").write_text("fio: no such file\n")
+    with pytest.raises(DataError, match=r"x.json: not fio's JSON output"):
+        measure.from_fio(tmp_path)
 
 
 def test_machine_busy_reads_proc_stat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

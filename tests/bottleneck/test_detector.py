@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -37,7 +38,11 @@ def test_episodes_follow_the_bottleneck() -> None:
     assert all(f.kind is Kind.BOTTLENECK and f.entity == "db-1" for f in findings)
     assert findings[0].end < findings[1].start
     assert findings[0].evidence_dict()["windows"] == 2
-    assert findings[1].severity is Severity.ERROR  # the CPU scenario runs at 60-100%
+    # the CPU scenario runs at 60-100%: this one at 88% of its threads' time, a warning
+    # (the CPU's utilisation is now its threads' runnable share: ERROR needs 95%)
+    cpu_util = findings[1].evidence_dict()["util.cpu"]
+    assert isinstance(cpu_util, float) and 0.8 <= cpu_util < 0.95
+    assert findings[1].severity is Severity.WARNING
     evidence = findings[0].evidence_dict()
     assert evidence["bottleneck"] == "disk"
     assert "observed.disk.reads" in evidence and "predicted.disk.reads" in evidence
@@ -134,12 +139,14 @@ def test_summary_names_each_entitys_bottleneck_and_upgrade() -> None:
     busy = simulate_scenario("rand_read", seed=4, samples=12, entity="<db>").frame
     cpu = simulate_scenario("cpu", seed=4, samples=12, entity="web").frame
     frame = pd.concat([busy, cpu], ignore_index=True)
-    analysis = BottleneckDetector(upgrades=str(EXAMPLE), target_factor=1.2).analyse(frame)
+    # a target today's maximum already meets gets no upgrade: ask for twice the throughput
+    analysis = BottleneckDetector(upgrades=str(EXAMPLE), target_factor=2.0).analyse(frame)
     summary = analysis.summary()
     lines = summary.text.splitlines()
     assert lines[0].startswith("2 entities, ")
     db = next(line for line in lines if line.strip().startswith("<db>:"))
-    assert "bottleneck disk (P = 1.00" in db
+    # the errors' heavy tails keep a clean simulated disk window just short of certainty
+    assert re.search(r"bottleneck disk \(P = 0\.9\d|bottleneck disk \(P = 1\.00", db)
     recommended = analysis.upgrades["<db>"].recommended
     assert recommended is not None
     assert f"upgrade: {recommended.name} (" in db
@@ -156,3 +163,14 @@ def test_an_empty_frame_is_an_empty_analysis() -> None:
     analysis = BottleneckDetector().analyse(frame)
     assert analysis.findings == () and analysis.entities == () and analysis.windows == ()
     assert analysis.summary().text.startswith("0 entities, 0 window(s)")
+
+
+def test_nanosecond_times_give_findings_without_a_warning() -> None:
+    """Issue 20: every finding warned ``Discarding nonzero nanoseconds`` (warnings are errors
+    here); a finding's span is its windows' to the microsecond instead."""
+    frame = simulate_scenario("rand_read", seed=2, samples=12).frame
+    frame = frame.assign(time=frame["time"] + pd.Timedelta(nanoseconds=123))
+    (finding,) = BottleneckDetector(window="10m").detect(frame)
+    us = pd.Timedelta(microseconds=1)
+    assert abs(finding.start - frame["time"].min()) < us
+    assert abs(finding.end - frame["time"].max()) < us

@@ -20,9 +20,12 @@ from perfsleuth.bottleneck.importers import (
     is_sar_frame,
     to_model_counters,
 )
+from perfsleuth.bottleneck.kernels.model import load_model
 from perfsleuth.cli import main
 from perfsleuth.collect.collector import Collector
+from perfsleuth.config import parse_config
 from perfsleuth.errors import DataError
+from perfsleuth.sources.load import load
 from perfsleuth.sources.sysstat import read_sar
 from perfsleuth.store import Store
 
@@ -51,7 +54,8 @@ CASES = [
         {"disk.vda.read_bytes": 4e6, "disk.vda.write_bytes": 1e6, "disk.vda.io_ms": 250.0},
         {"disk.read_bytes": 4e6, "disk.write_bytes": 1e6, "disk.busy": 0.25},
     ),
-    ({"cgroup.cpu.user": 0.3, "mem.MemTotal": 8e9, "vmstat.pgfault": 10.0}, {}),
+    # the collector's own cgroup and minor faults are not the model's; the machine's memory is
+    ({"cgroup.cpu.user": 0.3, "mem.MemTotal": 8e9, "vmstat.pgfault": 10.0}, {"mem.total": 8e9}),
     (  # request counts and the queue (weighted_ms in ms per second)
         {
             "disk.vda.read_bytes": 1.0,
@@ -145,7 +149,9 @@ def test_inference_from_a_real_collection(
     windows = detector.analyse(frame).windows
     assert len(windows) == 1
     inference = windows[0].inference
-    assert set(inference.columns) == set(mapped)
+    # every mapped counter the model predicts is used (the machine's pressure, dirty pages and
+    # memory size are mapped too: context and inputs, not predictions)
+    assert set(inference.columns) == set(mapped) & set(load_model().counter_columns)
     # the burners alone take half the machine; other work on a shared machine only adds to it
     assert inference.util("cpu") >= 0.5
 
@@ -222,3 +228,56 @@ def test_inference_from_a_real_sar_file(capsys: pytest.CaptureFixture[str]) -> N
     out, err = capsys.readouterr()
     assert exit_info.value.code in (0, 1, None), err
     assert [f["kind"] for f in json.loads(out)] == ["bottleneck"]
+
+
+def test_sar_u_all_names_reach_the_model() -> None:
+    """``sar -u ALL`` names the shares ``usr`` and ``sys`` (issue 20: they never reached the
+    model, so a CPU-saturated minute read as "No findings.")."""
+    frame = pd.concat(
+        [
+            sar_frame(
+                "h:cpu=all", {"cpu-load.usr": 0.9, "cpu-load.nice": 0.0, "cpu-load.sys": 0.05}
+            ),
+            sar_frame("h:cpu=0", {"cpu-load.usr": 0.9}),
+            sar_frame("h:cpu=1", {"cpu-load.usr": 0.9}),
+        ]
+    )
+    assert as_dict(from_sar(frame)) == pytest.approx({"cpu.user": 1.8, "cpu.system": 0.1})
+    upstream = read_sar(SAR.parent / "upstream" / "expected.sadf-j")
+    assert {"cpu.user", "cpu.system"} <= set(from_sar(upstream)["counter"])
+
+
+def test_a_wide_counter_csv_mapped_onto_the_model_from_the_config(tmp_path: Path) -> None:
+    """Issue 20: a wide CSV of a user's own counters (a time column, one column per counter,
+    named as the user's tool names them) reaches the model through a [[sources]] entry."""
+    times = pd.date_range("2026-01-01", periods=30, freq="1s", tz="UTC")
+    pd.DataFrame(
+        {
+            "ts": times.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "usr": 1.9,  # both cores busy in user mode
+            "sys": 0.05,
+            "util": 0.01,
+            "rkb": 1000.0,
+        }
+    ).to_csv(tmp_path / "web-1.csv", index=False)
+    mapping = {"usr": "cpu.user", "sys": "cpu.system", "util": "disk.busy"}
+    config = parse_config(
+        {
+            "sources": [
+                {
+                    "path": "web-1.csv",
+                    "contract": "counter",
+                    "time_column": "ts",
+                    "columns": {**mapping, "rkb": "disk.read_bytes"},
+                    "values": [*mapping.values(), "disk.read_bytes"],
+                }
+            ]
+        },
+        source="perfsleuth.toml",
+    )
+    frame = load(config.sources, base=tmp_path).frames["counter"]
+    assert set(frame["entity"]) == {"web-1"}
+    assert set(frame["counter"]) == {"cpu.user", "cpu.system", "disk.busy", "disk.read_bytes"}
+    assert len(frame) == 4 * 30
+    (entity,) = BottleneckDetector().analyse(frame).entities
+    assert entity.state == "cpu"

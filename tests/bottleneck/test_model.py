@@ -208,26 +208,37 @@ def test_workload_checks_names_and_bounds(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("app_cpu", "bg_cpu", "io_depth", "expected"),
+    ("app_cpu", "cpu_busy", "cpu_grant", "limit", "expected"),
     [
-        # alone on 2 CPUs: the workload's use of both
-        (1.0, 0.0, 1.0, 0.5),
-        # light neighbours: what they leave (2 - 0.5)
-        (0.75, 0.5, 1.0, 0.5),
-        # busy neighbours (1.8 cores) and 4 threads in flight: the fair share 2 * 4 / 5.8
-        (0.3, 1.8, 4.0, 0.3 / (2 * 4 / 5.8)),
-        # a CPU-bound workload keeping 1.5 cores busy beside 1.5 cores of others: 2 * 1.5 / 3
-        (1.5, 1.5, 1.0, 1.5),
+        # alone on 2 CPUs, one thread always running: CPU-bound, though half the machine idles
+        (1.0, 1.0, 1.0, 2.0, 1.0),
+        # two threads on the CPU 40% of the time, the rest waiting for I/O: 40%
+        (0.75, 0.4, 1.0, 2.0, 0.4),
+        # starved among co-tenants: a sixth of a core, but always runnable
+        (0.3, 0.95, 0.15, 2.0, 0.95),
+        # an I/O workload waiting for CPUs: its threads are runnable 30% of the time
+        (0.1, 0.3, 0.2, 2.0, 0.3),
+        # the whole of its cgroup's quota of half a core
+        (0.5, 0.6, 1.0, 0.5, 1.0),
+        # most of the machine: 1.8 of 2 cores
+        (1.8, 0.5, 1.0, 2.0, 0.9),
     ],
 )
 def test_cpu_utilisation_is_of_what_the_workload_can_get(
-    app_cpu: float, bg_cpu: float, io_depth: float, expected: float
+    app_cpu: float, cpu_busy: float, cpu_grant: float, limit: float, expected: float
 ) -> None:
     model = load_model()
     quiet = dict.fromkeys(("seq_read_bw", "seq_write_bw", "rand_read_rate", "rand_write_rate"), 0.0)
     w = model.workload(
-        {**quiet, "app_cpu": app_cpu, "bg_cpu": bg_cpu, "io_depth": io_depth, "bg_read_bw": 0.0}
+        {
+            **quiet,
+            "app_cpu": app_cpu,
+            "cpu_busy": cpu_busy,
+            "cpu_grant": cpu_grant,
+            "bg_cpu": 0.0,
+            "bg_read_bw": 0.0,
+        }
     )
-    _, utils = model.predict(w[None, :], {"mem_limit": 1 << 30})
+    _, utils = model.predict(w[None, :], {"mem_limit": 1 << 30, "cpu_limit": limit})
     cpu = float(utils[0, model.resource_names.index("cpu")])
     assert cpu == pytest.approx(expected, rel=1e-9)

@@ -41,7 +41,7 @@ def test_section_draws_the_analysis_without_inferring_again(
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the report must draw the analysis, not infer again")
 
-    for name in ("infer", "analyse_upgrades", "load_setup", "load_catalogue"):
+    for name in ("infer_many", "analyse_upgrades", "load_setup", "load_catalogue"):
         monkeypatch.setattr(detector, name, refuse)
     drawn = FAMILY.render(analysis)
     assert len(drawn.figures) == 2
@@ -53,7 +53,7 @@ def test_section_draws_the_analysis_without_inferring_again(
 
 def test_long_timelines_are_downsampled() -> None:
     frame = simulate_scenario("cpu", seed=3, samples=24).frame
-    analysis = BottleneckDetector(window="10s").analyse(frame)
+    analysis = BottleneckDetector(window="10s", min_window="10s").analyse(frame)
     assert len(analysis.windows) == 12
     full = section(analysis).figures[0]
     assert len(full.data[1].x) == 12

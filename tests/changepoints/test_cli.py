@@ -91,3 +91,31 @@ def test_raw_search_cuts_a_trend_the_default_removes(
         capsys, "--format", "jsonl", "changepoints", str(path), "-c", "latency_ms", "--raw"
     )
     assert len(out.strip().splitlines()) >= 3  # the paper's search sees a staircase
+
+
+def test_top_and_min_change_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(2)
+    lines = ["ts,latency_ms"]
+    for i in range(600):
+        level = 20.0 if i < 200 else (26.0 if i < 400 else 60.0)
+        lines.append(f"{1714550400 + 60 * i},{level + rng.normal(0, 1):.2f}")
+    path = tmp_path / "api.csv"
+    path.write_text("\n".join(lines) + "\n")
+    args = [
+        "--format",
+        "jsonl",
+        "changepoints",
+        str(path),
+        "-c",
+        "latency_ms",
+        "--time-column",
+        "ts",
+    ]
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    found = [f.evidence_dict()["index"] for f in read_jsonl(out)]
+    assert found == [400, 200]  # largest effect first
+    code, out, err = run(capsys, *args, "--top", "1")
+    assert [f.evidence_dict()["index"] for f in read_jsonl(out)] == [400]
+    code, out, err = run(capsys, *args, "--min-change", "0.5")  # +30% is not enough
+    assert [f.evidence_dict()["index"] for f in read_jsonl(out)] == [400]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from plotly.offline import get_plotlyjs
 
 from perfsleuth.changepoints.detector import ChangePointDetector
 from perfsleuth.changepoints.report import section
@@ -89,3 +90,40 @@ def test_section_draws_the_analysis_without_searching_again(monkeypatch) -> None
     drawn = section(analysis)
     assert len(drawn.figures) == 1
     assert len(drawn.tables[0].rows) == len(analysis.findings)
+
+
+def _long_skewed_frame(n: int = 16_000) -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    level = np.where(np.arange(n) < n // 2, 20.0, 45.0)
+    values = level * rng.lognormal(0.0, 0.6, n)
+    values[rng.random(n) < 0.002] *= 30.0  # spikes
+    return pd.DataFrame(
+        {
+            "time": pd.date_range("2024-05-01", periods=n, freq="5min", tz="UTC"),
+            "entity": "api",
+            "metric": "latency",
+            "value": values,
+            "unit": "ms",
+        }
+    )
+
+
+def test_one_plot_per_series_with_slider_log_axis_spikes_and_folded_evidence() -> None:
+    analysis = ChangePointDetector().analyse(_long_skewed_frame())
+    drawn = section(analysis)
+    (figure,) = drawn.figures  # one plot for the series, whatever its number of points
+    assert figure.layout.xaxis.rangeslider.visible is True
+    assert figure.layout.yaxis.type == "log"  # skewed, positive data
+    names = [trace.name for trace in figure.data]
+    assert "spike (kept in the data)" in names
+    assert drawn.fragment is not None and "<details" in str(drawn.fragment)
+    assert str(drawn.fragment).count("<tr>") == 1 + len(analysis.findings)
+
+
+def test_a_16k_point_series_report_stays_under_3_mb() -> None:
+    # what the series adds to a report: plotly.js (4.8 MB, inlined so that the file works
+    # offline) is the same in every report and not counted
+    analysis = ChangePointDetector().analyse(_long_skewed_frame())
+    html = render_html(list(analysis.findings), sections=[section(analysis)])
+    bundle = len(get_plotlyjs().encode())
+    assert len(html.encode()) - bundle <= 3_000_000

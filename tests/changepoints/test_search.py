@@ -187,42 +187,58 @@ def test_residual_phi_is_not_inflated_by_the_shift() -> None:
 # -- size, power, recursion --------------------------------------------------------------------
 
 
-def false_positive_rate(phi: float, method: str = "fpa", n: int = 200, seed: int = 0) -> float:
+def false_positive_rate(
+    phi: float, method: str = "fpa", n: int = 200, seed: int = 0, *, robust: bool = True
+) -> float:
     rng = np.random.default_rng(seed)
     hits = sum(
-        bool(find_change_points(ar1(n, phi, rng), method=method).indices)  # type: ignore[arg-type]
+        bool(
+            find_change_points(ar1(n, phi, rng), method=method, robust=robust).indices  # type: ignore[arg-type]
+        )
         for _ in range(SIZE_SERIES)
     )
     return hits / SIZE_SERIES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("phi", "n"), [(0.0, 200), (0.5, 200), (0.5, 40)])
 def test_size_under_no_change(phi: float, n: int) -> None:
-    rate = false_positive_rate(phi, n=n, seed=int(phi * 10) + n)
+    # The FPA test has its size (the paper's search, which is nothing but the test); the default
+    # search adds practical-significance floors and a penalty, so it may only be below it.
+    rate = false_positive_rate(phi, n=n, seed=int(phi * 10) + n, robust=False)
     assert SIZE_BAND[0] <= rate <= SIZE_BAND[1], rate
+    assert false_positive_rate(phi, n=n, seed=int(phi * 10) + n) <= SIZE_BAND[1]
 
 
 def test_f_distribution_is_far_too_liberal() -> None:
-    # The paper's point (figure 5): an optimal split is not an arbitrary one.
-    assert false_positive_rate(0.5, method="f", seed=7) > 0.5
+    # The paper's point (figure 5): an optimal split is not an arbitrary one. (A point about
+    # the test, so on the paper's search: the default one adds floors and a penalty.)
+    assert false_positive_rate(0.5, method="f", seed=7, robust=False) > 0.5
 
 
+@pytest.mark.slow
 def test_alpha_spending_controls_false_positives_down_the_recursion() -> None:
     # One true change in the middle; any other change point is a false positive from one of
     # the two null halves. Spending by length keeps that near α; the paper's rule doubles it.
+    # (The paper's search, robust=False: the default one judges every point again between its
+    # neighbours with a penalty, and has fewer extra points still: checked at the end.)
     rng = np.random.default_rng(12)
-    extra = {"length": 0, "none": 0}
+    extra = {"length": 0, "none": 0, "defaults": 0}
     for _ in range(SIZE_SERIES):
         x = rng.standard_normal(400)
         x[200:] += 3.0
-        for spending in extra:
-            found = find_change_points(x, alpha_spending=spending)  # type: ignore[arg-type]
+        for spending in ("length", "none"):
+            found = find_change_points(x, alpha_spending=spending, robust=False)  # type: ignore[arg-type]
             assert any(abs(i - 200) <= 3 for i in found.indices)
             extra[spending] += len(found.indices) > 1
-    length, none = (extra[k] / SIZE_SERIES for k in ("length", "none"))
+        found = find_change_points(x)
+        assert any(abs(i - 200) <= 3 for i in found.indices)
+        extra["defaults"] += len(found.indices) > 1
+    length, none, defaults = (extra[k] / SIZE_SERIES for k in ("length", "none", "defaults"))
     assert length <= SIZE_BAND[1]
     assert none > length
     assert 0.04 <= none <= 0.18  # Binomial(300, ≈ 2 × .05 × 0.95) 99.9% interval
+    assert defaults <= length
 
 
 @pytest.mark.parametrize(
@@ -250,10 +266,15 @@ def test_several_change_points_and_their_segments() -> None:
         assert point.mean_after[0] == pytest.approx(after, abs=0.3)
         assert point.p_value < 1e-3 and point.significant
         assert point.alpha == pytest.approx(0.05 * (point.stop - point.start) / 600)
-    assert found.points[0].level >= 1 and min(p.level for p in found.points) == 0
-    assert all(not r.significant for r in found.rejected)
-    assert len(found.rejected) == 4  # one per final segment
     assert find_change_points(x, max_depth=0).indices in {(150,), (300,), (450,)}
+    # The paper's recursion (robust=False; the default search judges points between their
+    # neighbours, its levels are seeded scales and its dropped candidates may be significant
+    # but too small): a first split at level 0, one rejected split per final segment.
+    paper = find_change_points(x, robust=False)
+    assert paper.indices == (150, 300, 450)
+    assert paper.points[0].level >= 1 and min(p.level for p in paper.points) == 0
+    assert all(not r.significant for r in paper.rejected)
+    assert len(paper.rejected) == 4  # one per final segment
 
 
 def test_paper_and_f_methods_run() -> None:
@@ -374,10 +395,19 @@ def test_invariant_to_shift_and_positive_scale(
     x: np.ndarray, cut: int, size: int, offset: float, scale: float
 ) -> None:
     x = _shifted(x, cut, size)
+    # Not established for mostly flat series (most first differences exactly 0, whose noise
+    # scale is then their standard deviation): hypothesis found one, 42 equal values, two of
+    # 1000 and a step, whose point goes when multiplied by 0.001 (docs/changepoints.md).
+    diff = np.diff(x)
+    assume(diff.size > 2 and np.median(np.abs(diff - np.median(diff))) > 0)
     found = find_change_points(x)
     assume(_margins_clear(found))
-    assert find_change_points(x + offset).indices == found.indices
     assert find_change_points(x * scale).indices == found.indices
+    # The default relative floor (5% of the level) depends on where zero is, by design: the
+    # offset invariance holds without it.
+    level_free = find_change_points(x, min_relative_change=0)
+    assume(_margins_clear(level_free))
+    assert find_change_points(x + offset, min_relative_change=0).indices == level_free.indices
 
 
 def _columns(kind: str, rng: np.random.Generator, n: int = 300) -> np.ndarray:

@@ -51,7 +51,24 @@ def test_skewed_white_noise_gives_few_false_change_points(kind: str) -> None:
     assert hits / 200 <= 0.09
 
 
-@pytest.mark.parametrize("phi", [0.0, 0.9])
+@pytest.mark.parametrize(
+    "phi",
+    [
+        0.0,
+        pytest.param(
+            0.9,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason=(
+                    "default search: missed in 8 of these 20 series (2026-11-25): the first "
+                    "noise round, on the whole series, counts the step in the long-run scale, "
+                    "so no seeded interval's split is significant and nothing is re-measured; "
+                    "the straight line is kept as a trend (docs/changepoints.md)"
+                ),
+            ),
+        ),
+    ],
+)
 def test_large_step_in_persistent_noise_is_still_found(phi: float) -> None:
     # Ranks (normal scores) bound T by ≈ 2.75 for any step, below the critical value at n = 100,
     # φ ≈ .9: with them this step was found in 2 of these 20 series at φ = .9 (20 at φ = 0).

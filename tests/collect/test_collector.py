@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -11,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from perfsleuth.collect import Collector
-from perfsleuth.sources.procfs import read_os, read_processes
-from perfsleuth.store import Store
+from perfsleuth.sources.procfs import TICKS, read_os, read_processes
+from perfsleuth.store import Store, list_segments
+from tests.support.processes import die_with_parent
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
@@ -30,15 +32,29 @@ def test_readers_see_this_process() -> None:
 
 
 def test_spinner_cpu_and_vanishing_process(tmp_path: Path) -> None:
-    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    short = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    spin = subprocess.Popen(
+        [sys.executable, "-c", "while True: pass"],
+        preexec_fn=die_with_parent,  # noqa: PLW1509 (only prctl runs in the child)
+    )
+    short = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(0.3)"],
+        preexec_fn=die_with_parent,  # noqa: PLW1509 (only prctl runs in the child)
+    )
     try:
         with Store(tmp_path / "s.duckdb") as store:
             collector = Collector(store, node="n1", batch=100)
+            # the spinner is stopped around the first and last samples, so the CPU it used
+            # between them is known exactly, however busy the machine is
+            spin.send_signal(signal.SIGSTOP)
+            (first,) = read_processes(pids=[spin.pid], with_io=False)
             collector.sample()
-            for _ in range(4):
+            spin.send_signal(signal.SIGCONT)
+            for k in range(4):
                 time.sleep(0.25)
+                if k == 3:
+                    spin.send_signal(signal.SIGSTOP)
                 collector.sample()  # the short process exits between samples
+            (last,) = read_processes(pids=[spin.pid], with_io=False)
             commit = collector.flush()
             assert commit is not None and commit.samples == 4
             frame = store.read_frame("process")
@@ -49,8 +65,14 @@ def test_spinner_cpu_and_vanishing_process(tmp_path: Path) -> None:
         short.wait()
     mine = frame[frame["pid"] == spin.pid]
     assert len(mine) == 4
-    # a spinning process uses up to a core (less when other work shares the machine)
-    assert 0.2 < mine["cpu"].max() <= 1.1
+    # a spinning process uses up to a core (less when other work shares the machine: it was
+    # "more than 0.2 cores", not so on a busy machine); the collector accounts for every tick
+    # it used between the samples
+    assert 0 < mine["cpu"].max() <= 1.1
+    spent = counters[counters["counter"] == "collector.interval_s"].set_index("time")["value"]
+    used = float((mine.set_index("time")["cpu"] * spent).sum())
+    assert used == pytest.approx((last.cpu_ticks - first.cpu_ticks) / TICKS, abs=1e-6)
+    assert used > 0
     assert (frame.groupby(["pid", "name", "time"]).size() == 1).all()
     intervals = counters[counters["counter"] == "collector.interval_s"]["value"]
     assert len(intervals) == 4 and (intervals > 0.2).all()
@@ -143,3 +165,75 @@ def test_stat_parsing_and_files_open_for_writing(tmp_path: Path) -> None:
         log.flush()
         (me,) = read_processes(pids=[os.getpid()], with_io=False, with_files=True)
     assert me.file_bytes is not None and me.file_bytes >= 10_000
+
+
+# -- storage: segments beside the store -------------------------------------------------------
+
+
+def test_a_data_file_as_store_is_refused_untouched(tmp_path: Path) -> None:
+    from perfsleuth.errors import StoreError
+
+    data = tmp_path / "data.csv"
+    data.write_text("time,entity,metric,value\n2024-05-01T09:00:00Z,a,m,1\n")
+    before = data.read_bytes()
+    with pytest.raises(StoreError, match=r"data\.csv: not a DuckDB database file"):
+        Collector(data, node="n1")
+    assert data.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv"]
+
+
+def test_the_collector_commits_while_another_process_holds_the_store(tmp_path: Path) -> None:
+    import textwrap
+
+    path = tmp_path / "s.duckdb"
+    Store(path).close()
+    holder = textwrap.dedent(
+        f"""
+        import sys, duckdb
+        con = duckdb.connect({str(path)!r})
+        print("ready", flush=True)
+        sys.stdin.readline()
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=die_with_parent,  # noqa: PLW1509 (only prctl runs in the child)
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline().strip() == "ready"
+        t0 = time.time()
+        collector = Collector(path, node="n1", batch=2)  # the store is busy: it starts anyway
+        for k in range(4):
+            collector.sample(t0 + k)  # the first one sets the cursor: a segment of its own
+        assert collector.flush() is not None
+        assert not collector.compact()  # still busy: the segments wait
+        assert len(list_segments(path)) == 3
+    finally:
+        proc.kill()
+        proc.communicate()
+    with Store(path, read_only=True) as reader:  # ... and are read with the store
+        counters = reader.read_frame("counter", name="collector.interval_s")
+        assert counters["value"].tolist() == pytest.approx([1.0] * 3)
+    assert Collector(path, node="n1").compact()  # free again: folded in
+    with Store(path, read_only=True) as reader:
+        assert len(reader.read_frame("counter", name="collector.interval_s")) == 3
+
+
+def test_rows_without_io_bytes_are_valid_process_rows(tmp_path: Path) -> None:
+    """A collector that is not root reads no /proc/<pid>/io of other users' processes."""
+    from perfsleuth.frames import normalise
+
+    with Store(tmp_path / "s.duckdb") as store:
+        collector = Collector(store, node="n1", batch=100)
+        t0 = time.time()
+        for k in range(3):
+            collector.sample(t0 + k)
+        collector.flush()
+        frame = store.read_frame("process")
+    frame.loc[frame.index[::2], "io_bytes"] = float("nan")  # as unreadable files leave them
+    checked = normalise(frame, "process")
+    assert len(checked) == len(frame) and checked["io_bytes"].isna().sum() >= len(frame) // 2

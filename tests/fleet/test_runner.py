@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -15,7 +16,7 @@ import tomli_w
 from perfsleuth.datasets.fleet import FleetRun, simulate_fleet
 from perfsleuth.errors import ConfigError, DataError, SourceError
 from perfsleuth.findings import Finding
-from perfsleuth.fleet import plan, scan_fleet, scan_task
+from perfsleuth.fleet import Coverage, plan, scan_fleet, scan_task
 from perfsleuth.processes.scanner import scan
 from perfsleuth.store import Store
 from tests.test_cli import run
@@ -76,11 +77,15 @@ def test_plan_keeps_each_node_in_one_task(by_node: Path, fleet: FleetRun) -> Non
         seen |= mine
 
 
-def test_in_process_equals_the_scanner(by_node: Path, fleet: FleetRun, expected: list[Finding]):
+def test_in_process_equals_the_scanner(
+    by_node: Path, fleet: FleetRun, expected: list[Finding]
+) -> None:
     assert scan_fleet(plan(by_node, tasks=4), fleet.rules, workers=1) == expected
 
 
-def test_local_pool_equals_the_scanner(by_node: Path, fleet: FleetRun, expected: list[Finding]):
+def test_local_pool_equals_the_scanner(
+    by_node: Path, fleet: FleetRun, expected: list[Finding]
+) -> None:
     seen: list[tuple[int, int]] = []
     found = scan_fleet(
         plan(by_node, tasks=6),
@@ -165,6 +170,38 @@ def test_bad_rows_name_file_and_column(fleet: FleetRun, tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
     with pytest.raises(DataError, match=r"bad\.parquet.*'cpu'.*negative"):
         scan_fleet(plan(path), fleet.rules)
+    # what the quick read does not vouch for goes through the contract's checks
+    frame.loc[frame.index[3], "cpu"] = float("nan")
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+    with pytest.raises(DataError, match=r"bad\.parquet.*'cpu'.*missing"):
+        scan_fleet(plan(path), fleet.rules)
+    frame = frame.assign(pid=frame["pid"].astype(str))
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+    with pytest.raises(DataError, match=r"bad\.parquet"):
+        scan_fleet(plan(path), fleet.rules)
+
+
+def test_repeated_rows_are_dropped_or_named(fleet: FleetRun, tmp_path: Path) -> None:
+    frame = fleet.frame[fleet.frame["node"] == "node0002"]
+    path = tmp_path / "twice.parquet"
+    pq.write_table(pa.Table.from_pandas(pd.concat([frame, frame.iloc[:5]])), path)
+    assert scan_fleet(plan(path), fleet.rules) == scan(frame, fleet.rules)
+    clash = frame.iloc[:1].assign(cpu=frame["cpu"].iat[0] + 0.5)
+    pq.write_table(pa.Table.from_pandas(pd.concat([frame, clash])), path)
+    with pytest.raises(DataError, match=r"twice\.parquet.*duplicate"):
+        scan_fleet(plan(path), fleet.rules)
+
+
+def test_coverage_of_a_fleet(by_node: Path, fleet: FleetRun) -> None:
+    seen: list[Coverage] = []
+    scan_fleet(plan(by_node, tasks=3), fleet.rules, workers=2, seen=seen.append)
+    total = sum(seen, Coverage())
+    assert len(seen) == 3 and total.nodes == len(fleet.nodes)
+    assert total.covered == 16 * 48  # two days of one-hour periods on every node
+    # saturated constrained-loop nodes without a run-queue wait: the loop rules cannot judge
+    lines = total.lines()
+    assert any(line.startswith("cpu_loop lacked periods on ") for line in lines)
+    assert all("no run-queue wait" in line for line in lines if line.startswith("cpu_loop"))
 
 
 def test_cli_scan(
@@ -184,6 +221,7 @@ def test_cli_scan(
     found = [json.loads(line) for line in out.splitlines()]
     assert [(f["kind"], f["entity"]) for f in found] == [(f.kind.value, f.entity) for f in expected]
     assert "scanning" in err and "4/4" in err  # the progress bar is on stderr
+    assert "coverage: " in err  # and what the checks could see
     code, out, err = run(capsys, "fleet", "scan", str(by_node / "nope"), "--no-progress")
     assert code == 2 and "no such file" in err and not out
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -16,7 +16,7 @@ START = pd.Timestamp("2024-03-04", tz="UTC")
 
 
 def frame(
-    procs: dict[tuple[str, int], Sequence[float]],
+    procs: Mapping[tuple[str, int], Sequence[float]],
     *,
     ncpu: float = 4.0,
     os: str = "Linux",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
@@ -124,12 +126,14 @@ def test_cpu_is_cpu_seconds_over_the_hour() -> None:
 # -- constrained loops ------------------------------------------------------------------------
 
 
-def _constrained(hours: int, *, work: bool, rng: np.random.Generator) -> dict:
+def _constrained(
+    hours: int, *, work: bool, rng: np.random.Generator
+) -> dict[tuple[str, int], Sequence[float]]:
     """Three loops on a 2-CPU machine, saturated for ``hours`` of 24."""
     idle = 24 - hours
     demand = 0.6 + 0.5 * np.sin(np.linspace(0, np.pi, hours)) if work else np.zeros(hours)
     share = (2.0 - demand) / 3
-    procs = {}
+    procs: dict[tuple[str, int], Sequence[float]] = {}
     # orthogonal wiggles (Walsh patterns): each loop within 1 sigma of its mean, uncorrelated
     walsh = [np.resize(np.repeat([1.0, -1.0], width), hours) for width in (1, 2, 4)]
     for k, pid in enumerate((21, 22, 23)):

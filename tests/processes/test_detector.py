@@ -17,7 +17,7 @@ from perfsleuth.processes import FAMILY, scanner
 from perfsleuth.processes.checks import CHECKS, CheckName
 from perfsleuth.processes.detector import ProcessAnalysis, ProcessDetector
 from perfsleuth.processes.graphs import finding_graph
-from perfsleuth.processes.periods import node_periods
+from perfsleuth.processes.periods import Columns, build
 from perfsleuth.processes.rules import DEFAULT_RULES, NeverAlert, ProcessRules
 from perfsleuth.processes.scanner import check_node, scan_node
 from perfsleuth.tomlfile import validate
@@ -70,14 +70,16 @@ def test_parameters_round_trip_through_toml(fleet: FleetRun) -> None:
 def test_periods_are_computed_once_per_node(
     fleet: FleetRun, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # every node's periods are built in one pass over the columns (no group per node): each
+    # node is in exactly one build, and the frame's nodes in one build when it is small
     calls: list[str] = []
-    real = node_periods
+    real = build
 
-    def counted(rows: pd.DataFrame, **kwargs: object) -> object:
-        calls.append(str(rows["node"].iat[0]))
-        return real(rows, **kwargs)  # type: ignore[arg-type]
+    def counted(cols: Columns, *args: object, **kwargs: object) -> object:
+        calls.extend(cols.nodes)
+        return real(cols, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(scanner, "node_periods", counted)
+    monkeypatch.setattr(scanner, "build", counted)
     found = ProcessDetector(rules=fleet.rules).analyse(fleet.frame)
     assert sorted(calls) == sorted(set(calls)) == sorted(fleet.nodes["node"])
     assert {f.kind.value for f in found.findings} == set(CHECKS)  # all seven ran
@@ -131,7 +133,11 @@ def test_empty_frame() -> None:
 
 def test_summary_lists_nodes_periods_and_each_finding(analysis: ProcessAnalysis) -> None:
     summary = analysis.summary()
-    lines = summary.text.splitlines()
+    # the findings, then what the checks could not see (coverage lines close the summary)
+    lines = [line for line in summary.text.splitlines() if not line.startswith("coverage: ")]
+    seen = summary.text.splitlines()[len(lines) :]
+    assert seen == [f"coverage: {line}" for line in analysis.coverage_lines()]
+    assert any("cpu_loop lacked periods on 2 of 14 node(s)" in line for line in seen)
     assert lines[0].startswith("14 node(s) checked (every check); periods of 1h in review")
     assert "windows of 1d: 672 period(s) with data" in lines[0]
     assert lines[1] == f"17 finding(s) on {len(analysis.periods)} node(s):"

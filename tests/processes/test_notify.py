@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import email
 import json
 import socket
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -227,3 +229,89 @@ def test_sparkline_escapes_and_breaks_at_gaps() -> None:
     assert "&lt;b&gt;&amp;x" in svg
     assert svg.count("<polyline") == 2
     assert "stroke-dasharray" in svg
+
+
+@dataclass
+class _Hook:
+    """A webhook that wants HTTP basic auth (401 without it) and what it was sent."""
+
+    port: int = 0
+    expected: str = "Basic " + base64.b64encode(b"alice:pa:ss@1").decode()
+    received: list[tuple[str | None, str, dict[str, Any]]] = field(default_factory=list)
+
+
+@pytest.fixture
+def auth_hook() -> Iterator[_Hook]:
+    hook = _Hook()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            authorization = self.headers.get("Authorization")
+            hook.received.append((authorization, self.path, body))
+            self.send_response(204 if authorization == hook.expected else 401)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    hook.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield hook
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_webhook_credentials_go_as_basic_auth_and_stay_out_of_the_outbox(
+    fleet: tuple[ProcessAnalysis, list[Finding]],
+    tmp_path: Path,
+    auth_hook: _Hook,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    hook, port = auth_hook, auth_hook.port
+    _, findings = fleet
+    secret = f"http://alice:pa%3Ass%401@127.0.0.1:{port}/hook?token=t0k3n"
+    wrong = NotifySettings(webhook=secret.replace("pa%3Ass%401", "nope"))
+    box = tmp_path / "ob"
+    report = notify(findings, wrong, outbox=box, now=NOW)  # refused: kept for the next run
+    assert report.kept and hook.received[0][0] != hook.expected
+    assert report.errors == [f"webhook http://***@127.0.0.1:{port}/hook?token=***: HTTP 401"]
+    for path in [box, *box.rglob("*")]:
+        mode = path.stat().st_mode & 0o777
+        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+        if path.is_file():
+            text = path.read_text()
+            assert "t0k3n" not in text and "nope" not in text and "alice" not in text
+
+    report = notify(findings, NotifySettings(webhook=secret), outbox=box, now=NOW)
+    assert report.delivered and not report.kept and not Outbox(box).pending()
+    authorization, posted, body = hook.received[-1]
+    assert authorization == hook.expected  # percent-decoded: alice / pa:ss@1
+    assert posted == "/hook?token=t0k3n"  # the token is the webhook's own business
+    assert body["findings"]
+    logged = " ".join(record.getMessage() for record in caplog.records)
+    assert "t0k3n" not in logged and "nope" not in logged and "pa%3Ass" not in logged
+
+
+def test_unresolvable_webhook_host_is_named_without_credentials(
+    fleet: tuple[ProcessAnalysis, list[Finding]], tmp_path: Path
+) -> None:
+    _, findings = fleet
+    settings = NotifySettings(webhook="http://alice:s3cret@127.0.0.1:9/hook?token=t0k3n")
+    report = notify(findings[:1], settings, outbox=tmp_path / "ob", now=NOW)
+    (error,) = report.errors
+    assert error.startswith("webhook http://***@127.0.0.1:9/hook?token=***: ")
+    assert "refused" in error.lower()  # the host is 127.0.0.1, not "alice:s3cret@127.0.0.1"
+    assert "s3cret" not in error and "t0k3n" not in error
+
+
+def test_webhook_must_be_http(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="http:// or https://"):
+        NotifySettings(webhook="file:///etc/passwd")

@@ -1,174 +1,125 @@
-"""Real processes on this machine, sampled from /proc, with hours compressed to seconds.
+"""The project's collector on real processes of this machine: what it records about one.
 
-The rules say a period is 1 s and a review window ("day") 24 s; the sampler stamps samples on
-a clock that starts at a window boundary. Timeline (in periods):
-
-* 0–11: ``spinloop``, a Python busy loop, alone          → cpu_loop
-* 12–23: ``statpkg``, a legitimate busy job on the exception list (+8 periods): 12 of 24 is
-  not enough, so nothing — but the same data without the exception is a loop
-* 24–47: three ``cloop`` busy loops contending for the 2 cores → constrained_loop
-* 0–47: ``leaker`` (RSS grows steadily) → memory_ramp; ``logwriter`` (a file it writes grows
-  and is truncated every 6 s) → saw_tooth on ``file_bytes``
-
-The loop band is 1.00 ± .15 (not the paper's ± .05): the machine is shared with other work.
+Plumbing, not accuracy: a process this test starts is seen with its pid, name, user and
+start time, its CPU in cores, its memory and the file it writes in bytes, its run-queue wait
+and the machine's CPU — exactly, whatever else the machine is doing (the accuracy of the
+checks on real, busy recordings is tests/processes/test_corpus.py's).
 """
 
 from __future__ import annotations
 
+import os
+import pwd
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from perfsleuth.findings import Finding, Kind
-from perfsleuth.processes.detector import ProcessDetector
-from perfsleuth.processes.rules import ProcessRules
-from tests.support.procsampler import ProcSampler
+from perfsleuth.collect.collector import Collector
+from perfsleuth.sources.procfs import TICKS, boot_time
+from perfsleuth.store import Store
+from tests.support.processes import die_with_parent
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.slow,
-    pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux /proc"),
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc"),
 ]
 
+# spins, holds 64 MiB of touched memory and a 1 MiB file open for writing, under a name
 CHILD = r"""
 import ctypes, sys, time
-mode, name = sys.argv[1], sys.argv[2]
-ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME: what /proc/PID/stat shows
-if mode == "loop":
-    while True:
-        pass
-elif mode == "leak":
-    hoard = []
-    while True:
-        hoard.append(bytearray(b"\x01") * (512 * 1024))  # touched pages: RSS really grows
-        time.sleep(0.1)
-elif mode == "writer":
-    chunk = b"log line\n" * (512 * 1024 // 9)
-    with open(sys.argv[3], "ab", buffering=0) as log:
-        start = time.monotonic()
-        while True:
-            log.write(chunk)
-            if time.monotonic() - start >= 6:
-                log.truncate(0)  # rotation by copy-truncate
-                start = time.monotonic()
-            time.sleep(0.1)
+ctypes.CDLL(None).prctl(15, b"plumbcheck", 0, 0, 0)
+hoard = bytearray(b"\x01") * (64 << 20)
+log = open(sys.argv[1], "wb", buffering=0)
+log.write(b"x" * (1 << 20))
+print("ready", flush=True)
+while True:
+    pass
 """
-
-RULES = ProcessRules.model_validate(
-    {
-        "settings": {"period": "1s", "window": "24s", "saturation": 0.97},
-        "os": {"linux": {"mean": 1.0, "deviation": 0.15, "hours": 8}},
-        "exceptions": [{"process": "statpkg", "extra_hours": 8}],
-        "ramp": {"min_duration": "12s", "min_growth_bytes": "4 MiB"},
-    }
-)
-ORIGIN = pd.Timestamp("2024-01-01", tz="UTC")  # a multiple of 24 s since the epoch
-
-
-class _Children:
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-
-    def start(self, key: str, mode: str, name: str, *args: str) -> None:
-        self.procs[key] = subprocess.Popen(
-            [sys.executable, "-c", CHILD, mode, name, *args],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-
-    def stop(self, key: str) -> None:
-        proc = self.procs[key]
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
-
-    def pids(self) -> list[int]:
-        return [p.pid for p in self.procs.values() if p.poll() is None]
-
-    def stop_all(self) -> None:
-        for key in self.procs:
-            self.stop(key)
 
 
 @pytest.fixture
-def children(tmp_path: Path) -> Iterator[_Children]:
-    kids = _Children(tmp_path)
-    try:
-        yield kids
-    finally:
-        kids.stop_all()
-
-
-def _collect(kids: _Children, tmp: Path) -> pd.DataFrame:
-    kids.start("leaker", "leak", "leaker")
-    kids.start("writer", "writer", "logwriter", str(tmp / "app.log"))
-    kids.start("spin", "loop", "spinloop")
-    sampler = ProcSampler(node="localhost")
-    time.sleep(0.3)  # let the children start before the clock does
-    t0 = time.monotonic()
-    schedule = [
-        (12.0, lambda: (kids.stop("spin"), kids.start("job", "loop", "statpkg"))),
-        (24.0, lambda: (kids.stop("job"), *(kids.start(f"c{i}", "loop", "cloop") for i in "abc"))),
-    ]
-    while (elapsed := time.monotonic() - t0) < 48.0:
-        while schedule and elapsed >= schedule[0][0]:
-            schedule.pop(0)[1]()
-        sampler.pids = kids.pids()
-        sampler.sample(when=(ORIGIN + timedelta(seconds=elapsed)).to_pydatetime())
-        time.sleep(0.25 - (time.monotonic() - t0 - elapsed) % 0.25)
-    kids.stop_all()
-    return pd.DataFrame(sampler.rows)
-
-
-def _about(findings: list[Finding], kind: Kind, name: str) -> list[Finding]:
-    return [f for f in findings if f.kind is kind and f.evidence_dict().get("process") == name]
-
-
-def test_real_processes(children: _Children, tmp_path: Path) -> None:
-    started = time.monotonic()
-    frame = _collect(children, tmp_path)
-    findings = ProcessDetector(rules=RULES).detect(frame)
-    per_period = (
-        frame.assign(period=(frame["time"] - ORIGIN).dt.total_seconds() // 1)
-        .pivot_table(index="period", columns="name", values="cpu", aggfunc="sum")
-        .round(2)
+def child(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path / "child.log")],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=die_with_parent,  # noqa: PLW1509 (only prctl runs in the child)
     )
-    context = f"\n{per_period.to_string()}\n" + "\n".join(f.explanation for f in findings)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
-    # The simple-loop rule only counts periods in which the machine was not saturated. This
-    # machine is shared: when other work saturates it, the paper's rule rightly finds no simple
-    # loop, so those checks are judged only when the data shows enough unsaturated periods.
-    machine = frame.groupby(frame["time"].dt.floor("1s"))["machine_cpu"].mean()
-    period = ((machine.index - ORIGIN).total_seconds() // 1).astype(int)
-    free = machine.to_numpy() < RULES.settings.saturation * 2
-    free_spin = int(free[(period >= 1) & (period < 12)].sum())
-    free_job = int(free[(period >= 13) & (period < 24)].sum())
-    assert len(_about(findings, Kind.CONSTRAINED_LOOP, "cloop")) >= 2, context
-    ramp = _about(findings, Kind.MEMORY_RAMP, "leaker")
-    assert ramp and ramp[0].metric == "rss_bytes", context
-    tooth = _about(findings, Kind.SAW_TOOTH, "logwriter")
-    assert tooth and tooth[0].metric == "file_bytes", context
-    assert 5 <= float(tooth[0].evidence_dict()["period"]) <= 7, context
-    # the legitimate job on the exception list is never reported ...
-    assert not [f for f in findings if f.evidence_dict().get("process") == "statpkg"], context
-    assert time.monotonic() - started < 120
-    plain = RULES.model_copy(update={"exceptions": ()})
-    unjudged = []
-    if free_spin >= 9:
-        assert _about(findings, Kind.CPU_LOOP, "spinloop"), context
-    else:
-        unjudged.append(f"spinloop ({free_spin} of 11 full periods unsaturated)")
-    if free_job >= 9:  # ... although without the exception the legitimate job is a loop
-        looped = ProcessDetector(rules=plain, checks=("cpu_loop",)).detect(frame)
-        assert _about(looped, Kind.CPU_LOOP, "statpkg"), context
-    else:
-        unjudged.append(f"statpkg without its exception ({free_job} of 11 unsaturated)")
-    if unjudged:
-        pytest.skip("other work saturated this machine; not judged: " + "; ".join(unjudged))
+
+def _start_ticks(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[19])
+
+
+def test_the_collector_sees_a_process_as_it_is(
+    child: subprocess.Popen[str], tmp_path: Path
+) -> None:
+    store = tmp_path / "host.duckdb"
+    started = boot_time() + _start_ticks(child.pid) / TICKS
+    collector = Collector(store, node="here", with_files=True)
+    collector.run(0.5, threading.Event(), samples=5)
+    with Store(store, read_only=True) as db:
+        frame = db.read_frame("process", node="here")
+    mine = frame[frame["pid"] == child.pid]
+    assert len(mine) == 4  # 5 samples: the first one sets the baseline
+    assert set(mine["name"]) == {"plumbcheck"}
+    assert set(mine["user"]) == {pwd.getpwuid(os.getuid()).pw_name}
+    assert mine["start_time"].tolist() == pytest.approx([started] * 4, abs=1e-6)
+    # CPU in cores: it spins, so it used some however busy the machine is, and at most one
+    assert mine["cpu"].sum() > 0 and (mine["cpu"] <= 1.05).all()
+    # what it ran and waited for a CPU add up to the time it wanted one: all of it (each
+    # sample reads the process a moment before its time stamp, so one sample's share may be
+    # off by that moment's jitter; a unit mistake would be off by 100× or 1e9×)
+    wanted = float((mine["cpu"] + mine["cpu_wait"]).mean())
+    assert 0.5 < wanted < 1.5, mine[["cpu", "cpu_wait"]]
+    assert (mine["cpu_wait"] >= 0).all()
+    assert (mine["rss_bytes"] >= 64 * 2**20).all()
+    assert set(mine["file_bytes"]) == {float(2**20)}
+    assert set(mine["ncpu"]) == {float(os.cpu_count() or 1)}
+    assert set(mine["os"]) == {"Linux"}
+    # the machine's busy cores (in cores too: at most the CPU count, up to the same jitter)
+    machine = mine["machine_cpu"]
+    assert (machine > 0).all() and 0 < machine.mean() <= 1.25 * (os.cpu_count() or 1)
+    times = pd.DatetimeIndex(mine["time"])
+    assert times.is_monotonic_increasing and str(times.tz) == "UTC"
+
+
+def test_a_process_that_exits_keeps_its_identity(tmp_path: Path) -> None:
+    store = tmp_path / "host.duckdb"
+    collector = Collector(store, node="here")
+    collector.sample()
+    # it lives until its stdin closes: alive at the second sample however slow sampling is
+    short = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        preexec_fn=die_with_parent,  # noqa: PLW1509 (only prctl runs in the child)
+    )
+    started = boot_time() + _start_ticks(short.pid) / TICKS
+    time.sleep(0.3)
+    collector.sample()
+    assert short.stdin is not None
+    short.stdin.close()
+    short.wait(timeout=30)
+    collector.sample()
+    collector.flush()
+    with Store(store, read_only=True) as db:
+        frame = db.read_frame("process", node="here")
+    rows = frame[frame["pid"] == short.pid]
+    # seen once, alive, born in that interval (its CPU counted from its start); gone after
+    assert len(rows) == 1
+    assert rows["start_time"].iat[0] == pytest.approx(started, abs=1e-6)

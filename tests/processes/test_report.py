@@ -49,6 +49,7 @@ def test_process_section_opens_the_process_block(
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_process_section_draws_every_graph_in_chromium(
     scanned: tuple[list[Finding], Section, str], tmp_path: Path
 ) -> None:
@@ -80,13 +81,15 @@ def test_section_is_drawn_from_the_analysis_alone(monkeypatch: pytest.MonkeyPatc
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("periods computed again")
 
-    monkeypatch.setattr(scanner, "node_periods", forbidden)
+    monkeypatch.setattr(scanner, "build", forbidden)
     monkeypatch.setattr(scanner, "CHECKS", {})
     drawn = FAMILY.render(analysis)
     assert len(drawn.figures) == min(len(analysis.findings), MAX_PLOTS)
     assert set(analysis.graphs()) == {f.id for f in analysis.findings}
-    (table,) = drawn.tables
+    table, seen = drawn.tables  # the findings, then what each check could see per node
     assert [row[1] for row in table.rows] == [f.entity for f in analysis.findings]
+    assert sorted(row[0] for row in seen.rows) == sorted(n.node for n in analysis.nodes)
+    assert seen.columns[4:] == analysis.detector.checks
     assert f"{len(analysis.nodes)} node(s) checked" in drawn.intro
 
 

@@ -40,7 +40,10 @@ def test_partial_rules_file_keeps_defaults(tmp_path: Path) -> None:
 BAD_RULES = [
     ("[settings]\nperiodd = '1h'\n", "settings.periodd"),
     ("[os.linux]\nmean = 1.0\ndeviation = 0.05\nhours = 30\n", "os.linux.hours = 30"),
-    ("[settings]\nperiod = '7m'\n", "whole number of periods"),
+    # the window follows the period (24 periods) unless given: a given one must fit
+    ("[settings]\nperiod = '7m'\nwindow = '24h'\n", "whole number of periods"),
+    ("[settings]\nperiod = '1ms'\n", "must be at least 1s"),
+    ("[settings]\nperiod = '10s'\n\n[ramp]\nmin_duration = '15s'\n", "whole number of periods"),
     ("[[exceptions]]\nprocess = 'x'\nextra_hours = -1\n", "exceptions.0.extra_hours"),
     ("[[groups]]\nname = 'tools'\nmax_cpu_fraction = 0.1\n", "needs processes or users"),
     ("[ramp]\nlimit_bytes = '3 parsecs'\n", "ramp.limit_bytes"),

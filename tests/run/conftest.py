@@ -28,7 +28,8 @@ def data_files(tmp_path_factory: pytest.TempPathFactory) -> DataFiles:
     """Change points (M/M/1), a web shop's transaction mix, a process fleet, OS counters."""
     folder = tmp_path_factory.mktemp("data")
     metric = folder / "latency.csv"
-    demo_frames(7)["metric"].to_csv(metric, index=False)
+    latency = demo_frames(7)["metric"]
+    latency[latency["entity"] != "shop"].to_csv(metric, index=False)  # the 2-second series
     workload = folder / "workload.parquet"
     transaction_scenario(7).frame.to_parquet(workload)
     process = folder / "processes.parquet"

@@ -19,6 +19,7 @@ from perfsleuth.cli import main
 from perfsleuth.store import Store
 from tests.run.conftest import DataFiles
 from tests.support.chromium import body_tag, browse
+from tests.support.processes import die_with_parent
 from tests.support.prometheus import PrometheusStack, missing_prometheus, prometheus_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -231,6 +232,7 @@ def test_watch_survives_a_prometheus_restart(
                         stdout=log,
                         stderr=subprocess.STDOUT,
                         cwd=root,
+                        preexec_fn=die_with_parent,  # noqa: PLW1509 (only prctl runs in the child)
                     )
                 _ready(stack.url)
             return False

@@ -24,6 +24,7 @@ from perfsleuth.sources.prometheus import (
     process_frame,
     workload_frame,
 )
+from tests.support.processes import die_with_parent
 from tests.support.prometheus import PrometheusStack, missing_prometheus, prometheus_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -53,7 +54,10 @@ def burner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("burner")
     name = "psburner"
     (folder / name).symlink_to(Path(sys.executable).resolve())
-    process = subprocess.Popen([str(folder / name), "-c", BURNER])
+    process = subprocess.Popen(
+        [str(folder / name), "-c", BURNER],
+        preexec_fn=die_with_parent,  # noqa: PLW1509 (only prctl runs in the child)
+    )
     try:
         yield name
     finally:
@@ -122,7 +126,9 @@ def test_process_exporter_groups(stack: PrometheusStack, burner: str) -> None:
     assert (frame["pid"] == 0).all()
     mine = frame[frame["name"] == burner]
     assert len(mine) >= 5
-    assert mine["cpu"].median() == pytest.approx(0.3, abs=0.1)
+    # it burns at most 0.3 cores, less when the machine is busy (it was "0.3 ± 0.1": not so
+    # on a busy machine)
+    assert 0 < mine["cpu"].median() <= 0.4
     assert (mine["rss_bytes"] > 64 << 20).all()
     assert "prometheus" in set(frame["name"])
 

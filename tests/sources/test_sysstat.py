@@ -7,9 +7,12 @@ sar.json: ``sadc -S DISK 1 4 sa.bin; sadf -j sa.bin -- -u -P ALL -r -q -d -n DEV
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -148,3 +151,77 @@ def test_bad_sar_names_file_and_path(tmp_path: Path) -> None:
         read_sar(path)
     with pytest.raises(SourceError, match="cannot read"):
         read_sar(tmp_path / "absent.json")
+
+
+# -- sysstat's own test files (tests/data/sysstat/upstream, sysstat commit c1eb661a) ------------
+
+UPSTREAM = DATA / "upstream"
+
+
+def test_serial_lines_of_sysstats_own_test_file_stay_apart() -> None:
+    # two serial lines whose only difference is their number ("line": 0 and 1) used to be one
+    # entity with two values per time: "duplicate ... with a different value"
+    frame = read_sar(UPSTREAM / "expected.sadf-j")
+    serial = frame[frame["counter"] == "serial.rcvin"]
+    assert sorted(set(serial["entity"])) == ["SYSSTAT.TEST:line=0", "SYSSTAT.TEST:line=1"]
+    assert frame["time"].nunique() == 5
+    usb = {e for e in frame["entity"] if "bus_number" in e}
+    assert "SYSSTAT.TEST:bus_number=3,idvendor=174c,idprod=55aa" in usb
+    assert "serial.line" not in set(frame["counter"])  # the line number names, it is no counter
+
+
+def test_sensors_sharing_a_chip_stay_apart() -> None:
+    frame = read_sar(UPSTREAM / "expected.data-11.6.5-sadf-j")
+    temperature = frame[frame["counter"] == "power-management.temperature.degC"]
+    assert len(temperature) == 9 and temperature["entity"].is_unique
+    assert "linux.home:number=5,device=coretemp-isa-0000" in set(temperature["entity"])
+    frequencies = read_sar(UPSTREAM / "expected.data-wghfreq-sadf-j")
+    assert "SYSSTAT.TEST:number=all" in set(frequencies["entity"])
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("sadf") is None, reason="needs sadf (sysstat)")
+def test_a_file_name_like_an_option_is_not_passed_to_sadf_as_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "-1" is sadf's "yesterday's file" and "-x..." an option: the path is passed absolute
+    monkeypatch.chdir(tmp_path)
+    for name in ("-1", "-j"):
+        shutil.copy(UPSTREAM / "data-12.0.0", tmp_path / name)
+        frame = read_sar(Path(name))
+        assert set(frame["entity"]) >= {"linux.home"}
+        assert set(frame["time"]) == {pd.Timestamp("2019-06-30 05:39:34", tz="UTC")}
+
+
+def test_a_sar_record_without_a_timestamp_is_an_error_not_a_loss(tmp_path: Path) -> None:
+    document = json.loads((DATA / "sar.json").read_text())
+    del document["sysstat"]["hosts"][0]["statistics"][2]["timestamp"]
+    path = tmp_path / "sar.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(DataError, match=r"statistics\[2\]: a record without a timestamp"):
+        read_sar(path)
+
+
+def test_sar_options_and_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BytesIO((DATA / "sar.json").read_bytes()))
+    )
+    frame = read_sar(Path("-"), since=datetime(2026, 11, 24, 6, 6, 42, tzinfo=UTC))
+    assert frame["time"].nunique() == 2
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t.replace("1795500392", "99999999999999999999", 1), "outside the years"),
+        (lambda t: t.replace("  17095  ", "  nan  ", 1), "column 'pid': not an integer: nan"),
+        (lambda t: t.replace("  17095  ", "  1e30  ", 1), "column 'pid': not an integer"),
+        # a later header without its Time column: a KeyError before (found by tests/fuzz)
+        (lambda t: t.replace("# Time", "# 0.0").replace("# 0.0", "# Time", 1), "lacks Time"),
+    ],
+)
+def test_pidstat_numbers_that_do_not_fit(edit, message: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "pidstat.txt"
+    path.write_text(edit((DATA / "pidstat-epoch.txt").read_text()))
+    with pytest.raises(DataError, match=message):
+        read_pidstat(path)

@@ -326,7 +326,8 @@ def test_read_transactions_counts_bad_rows_with_line_numbers(
     assert tx.records["latency"].tolist() == pytest.approx([0.005, 2e-6])
     found = [(b.line, b.field, b.reason.split(":")[0]) for b in tx.rejects.examples]
     assert found == [
-        (4, "time", "not a time (ISO 8601 or Unix seconds, years 1900 to 2199)"),
+        # the frames' range since issue 16 (was "Unix seconds, years 1900 to 2199")
+        (4, "time", "not a time (ISO 8601 or Unix times, years 1900 to 2099)"),
         (5, "type", "empty type"),
         (6, "latency", "latency is negative"),
         (7, "latency", "latency is not a number"),
@@ -344,11 +345,12 @@ def test_times_out_of_range_are_rejected_not_wrapped(
         "3000-01-01T00:00:00Z,a,1\n"  # would overflow nanoseconds
         "99999999999,a,1\n"  # ms mistaken for s
         "1899-12-31T23:59:59Z,a,1\n"
-        "2199-12-31T23:59:59Z,a,1\n"  # the last second accepted
+        "2100-01-01T00:00:00Z,a,1\n"  # out since issue 16: times fit 292 years of ns
+        "2099-12-31T23:59:59Z,a,1\n"  # the last second accepted (was 2199-12-31T23:59:59)
     )
     tx = read_transactions(write_csv("range.csv", text))
-    assert [b.line for b in tx.rejects.examples] == [2, 3, 4]
-    assert list(tx.records["time"]) == [pd.Timestamp("2199-12-31T23:59:59Z")]
+    assert [b.line for b in tx.rejects.examples] == [2, 3, 4, 5]
+    assert list(tx.records["time"]) == [pd.Timestamp("2099-12-31T23:59:59Z")]
 
 
 def test_read_transactions_strict_names_the_first_bad_line(

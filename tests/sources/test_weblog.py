@@ -252,7 +252,8 @@ def test_load_rules(tmp_path: Path) -> None:
     assert [r.type for r in load_rules(good)] == ["search", "cart"]
     bad = tmp_path / "bad.toml"
     bad.write_text('[[rule]]\ntype = "x"\npaht = "/a"\n')
-    with pytest.raises(ConfigError, match=r"bad\.toml: rule\[0\]: paht"):
+    # through the one TOML reader: the line and the key path (was "bad.toml: rule[0]: paht")
+    with pytest.raises(ConfigError, match=r"bad\.toml:3: rule\.0\.paht"):
         load_rules(bad)
     bad.write_text("[[rule]\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
@@ -287,7 +288,7 @@ EXPECTED = [
     (6, "response time is not a number"),
     (7, "request line is not 'METHOD target [PROTOCOL]'"),
     (9, "request line is not 'METHOD target [PROTOCOL]'"),
-    (10, "response time is not a number"),
+    (10, "no response-time field"),  # a Combined line and nothing after (was "not a number")
     (11, "not in Common/Combined Log Format"),
     (12, "response time is not a number"),
 ]
@@ -397,3 +398,51 @@ def test_hostile_strings_do_not_crash_and_only_become_types_via_the_mapping(
     assert frame.filter(regex=r"^n\[").to_numpy().sum() == len(HOSTILE_REQUESTS)
     mapped = read_weblog(path, rules=[Rule(type="search", path="/search")])
     assert mapped.types == ["other", "search"]
+
+
+# -- a real log without a response-time field (tests/data/weblog, elastic/examples) -------------
+
+APACHE = Path(__file__).resolve().parents[1] / "data" / "weblog" / "apache_logs_extract"
+
+
+def test_a_log_without_response_times_is_refused_once(tmp_path: Path) -> None:
+    # 27 real Combined Log Format lines: 26 end with the user agent, one (8899 of the original)
+    # is torn in it; none has a response time. Said once, not line by line.
+    with pytest.raises(DataError) as error:
+        read_weblog(APACHE)
+    message = str(error.value)
+    assert message.startswith(f"{APACHE}: no response-time field: 26 of 27 line(s) end with")
+    assert "(first: line 1)" in message and "%D" in message and "$request_time" in message
+    assert len(message.splitlines()) == 1
+
+
+def test_a_number_at_the_end_of_the_user_agent_is_no_response_time(tmp_path: Path) -> None:
+    # "... Opera 8.50" (line 8409 of the original) was read as a response time of 8.5 s
+    lines = APACHE.read_text().splitlines()
+    opera = next(line for line in lines if line.endswith('Opera 8.50"'))
+    tx = read_weblog(write(tmp_path, "mixed.log", [line()] * 3 + [opera]))
+    assert len(tx.records) == 3 and tx.records["latency"].max() == pytest.approx(0.0015)
+    assert [b.reason.split(":")[0] for b in tx.rejects.examples] == ["no response-time field"]
+    # with its response time logged last, the same line is read
+    timed = read_weblog(write(tmp_path, "timed.log", [f"{line} 2500" for line in lines]))
+    assert len(timed.records) == 27 and set(timed.records["latency"]) == {0.0025}
+
+
+def test_common_log_format_without_a_response_time(tmp_path: Path) -> None:
+    # the last field of a Common line is the byte count: 2326 is not 2.326 ms
+    common = '127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326'
+    tx = read_weblog(write(tmp_path, "common.log", [common, line()]))
+    assert tx.records["latency"].tolist() == pytest.approx([0.0015])
+    assert tx.rejects.examples[0].line == 1
+
+
+def test_a_log_from_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    data = ("\n".join([line(), line("POST /login HTTP/1.1", "250")]) + "\n").encode()
+    for content in (data, gzip.compress(data)):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(content)))
+        tx = read_weblog("-")
+        assert tx.records["type"].tolist() == ["GET /api", "POST /login"]
+        assert tx.sources == ("<stdin>",)

@@ -106,7 +106,8 @@ def test_a_cycle_is_removed_and_a_shift_under_it_found() -> None:
     assert len(found.indices) == 1 and abs(found.indices[0] - 300) <= 2
 
 
-def test_spikes_are_clipped_and_do_not_hide_a_shift() -> None:
+def test_spikes_are_kept_and_do_not_hide_a_shift() -> None:
+    # (was: ..._are_clipped_...; spikes are now kept in the data and listed, not clipped)
     x = noise(14) + np.where(T < 250, 0.0, 2.0)
     x[[40, 41, 120, 380, 520]] += 25.0
     found = find_change_points(x)
@@ -114,6 +115,7 @@ def test_spikes_are_clipped_and_do_not_hide_a_shift() -> None:
     assert len(found.indices) == 1 and abs(found.indices[0] - 250) <= 2
 
 
+@pytest.mark.slow
 def test_effect_floor_drops_tiny_significant_shifts() -> None:
     x = np.random.default_rng(15).standard_normal(200_000)
     x[100_000:] += 0.1  # significant at this length, but a tenth of the noise
@@ -121,8 +123,9 @@ def test_effect_floor_drops_tiny_significant_shifts() -> None:
     assert abs(index - 100_000) < 2_000
     found = find_change_points(x)
     assert found.indices == ()
-    (dropped,) = [p for p in found.rejected if p.significant]  # significant, but too small
-    assert abs(dropped.index - 100_000) < 2_000
+    # significant, but too small (the default search lists every candidate it dropped, and
+    # several others elsewhere are significant but too small or not worth their cost too)
+    (dropped,) = [p for p in found.rejected if p.significant and abs(p.index - 100_000) < 2_000]
     assert dropped.effect == pytest.approx(0.1, abs=0.02)
 
 

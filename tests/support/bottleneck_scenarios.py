@@ -1,129 +1,396 @@
-"""Real bottleneck scenarios on this machine, each in its own cgroup (the issue's acceptance
-test; ``scripts/bottleneck_real.py`` prints the confusion table).
+"""Real bottleneck scenarios on this machine: a workload in its own cgroup beside co-tenants
+that keep the machine busy, recorded at 1 Hz by perfsleuth's own collector.
 
-Six workloads whose bottleneck is known by construction: sequential reads and writes (1 MiB,
-direct, 4 threads), random reads and writes (32 KiB, direct, 4 threads), a CPU burner on every
-core, and buffered random 4 KiB reads over 1 GiB in a cgroup limited to 128 MiB of memory
-(page-cache thrashing: more memory, not a faster disk, is the fix). Each runs while the
-workload's cgroup and the machine are sampled; the window's mean counters go to the inference.
+Each :class:`RealScenario` is a workload whose bottleneck is known by construction (and checked
+against what fio and the device report), a co-tenant load (stress-ng or fio in a cgroup of its
+own, on top of whatever else the shared machine runs), and the cgroup limits the workload runs
+under:
 
-Disk scenarios use direct I/O so the device, not the kernel's copying, limits them; the
-machine is shared, so other processes' load is part of what the model must see through (it
-infers it as background from machine minus cgroup counters).
+* ``idle`` (a sleeping process) → none; direct I/O — ``seq-read``, ``seq-write``,
+  ``rand-read``, ``rand-write`` (fio, O_DIRECT, 4 threads) → disk;
+* ``cpu-bound`` (two busy threads) and ``cpu-starved`` (the same among 16 co-tenant threads),
+  ``cpu-quota`` (the same held to a tenth of a core by the cgroup's CPU quota) → cpu;
+* ``memcg-thrash`` (random reads through a memory map of a 1 GiB file in a 128 MiB cgroup: major
+  faults) and ``cache-thrash`` (buffered random reads of the same file in the same cgroup:
+  page-cache refaults) → memory;
+* ``buffered-write`` (sequential writes through the page cache, written back every 8 MiB:
+  the writer waits for write-back) → disk; ``cached-read`` (random reads of a file the page
+  cache holds whole: copying is the work) → cpu;
+* mixes: ``idle-io-neighbour`` (nothing, beside a co-tenant doing direct reads) → none;
+  ``cpu-with-reads`` (a busy thread and a trickle of direct reads) → cpu; ``reads-with-cpu``
+  (direct random reads at depth 8 and a thread at a fifth of a core) → disk.
+
+:func:`record` runs one scenario and returns the collector's counter frame (one entity per
+recording) with fio's own numbers; ``scripts/bottleneck_real.py`` records the corpus
+(``tests/data/bottleneck/``) and runs the live experiment. Needs root (cgroups), fio and
+stress-ng; every process and cgroup it starts is stopped and removed.
 """
 
 from __future__ import annotations
 
-import logging
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
-from perfsleuth.bottleneck.kernels.errormodel import ErrorModel
-from perfsleuth.bottleneck.kernels.infer import Inference, infer
-from perfsleuth.bottleneck.kernels.model import Model
-from perfsleuth.bottleneck.workloads import Job, JobResult, run_job
+import pandas as pd
 
-__all__ = ["SCENARIOS", "Outcome", "RealScenario", "confusion", "run_scenarios"]
+from perfsleuth.bottleneck.linux import add_to_cgroup, temporary_cgroup
+from perfsleuth.bottleneck.workloads import Job, _layout, fio_path
+from perfsleuth.collect import Collector
+from perfsleuth.sources.procfs import block_device_of
+from perfsleuth.store import Store
+from tests.support.processes import die_with_parent
 
-log = logging.getLogger(__name__)
-_KIB, _MIB = 1024, 1 << 20
+__all__ = [
+    "KEPT",
+    "RealScenario",
+    "Recording",
+    "record",
+    "scenarios",
+    "unavailable",
+]
+
+_KIB, _MIB, _GIB = 1024, 1 << 20, 1 << 30
+
+KEPT = ("collector.interval_s", "cpu.", "vmstat.", "mem.", "psi.", "stat.procs", "workload.")
+"""Collector counters a recording keeps (with the workload's disk): what the model reads."""
 
 
 @dataclass(frozen=True)
 class RealScenario:
+    """A workload (a fio job or a command), its co-tenant and its cgroup's limits."""
+
     name: str
     expected: str
-    job: Job
+    """The bottleneck by construction: ``none``, ``cpu``, ``disk`` or ``memory``."""
+    job: Job | None = None
+    command: tuple[str, ...] = ()
+    cotenant: tuple[str, ...] = ("stress-ng", "--cpu", "2", "-q")
     memory_limit: int | None = None
-    warmup: float = 1.0
+    cpu_limit: float | None = None
+    warmup: float = 4.0
+    warm_cache: bool = False
+    """Read the job's file once before it starts (its pages in the page cache)."""
+    note: str = ""
 
 
-def scenarios(file: str, file_size: int = 1 << 30) -> tuple[RealScenario, ...]:
-    base = Job("read", file=file, file_size=file_size, engine="psync")
+def scenarios(directory: str = "/var/tmp") -> tuple[RealScenario, ...]:
+    """Every scenario, with fio's files under ``directory``."""
+    data = f"{directory}/perfsleuth-real.bin"
+    written = f"{directory}/perfsleuth-real-written.bin"
+    small = f"{directory}/perfsleuth-real-small.bin"
+    stream = f"{directory}/perfsleuth-real-stream.bin"
+    base = Job("read", file=data, file_size=_GIB, engine="psync")
+    direct = replace(base, depth=4)
+    burner = ("stress-ng", "--cpu", "2", "-q")
+    thrash = replace(base, kind="randread", size=4 * _KIB, depth=2, direct=False)
+    neighbour_reads = (
+        "fio",
+        "--name=neighbour",
+        f"--filename={data}",
+        f"--size={_GIB}",
+        "--rw=randread",
+        "--bs=64k",
+        "--direct=1",
+        "--ioengine=psync",
+        "--numjobs=4",
+        "--time_based",
+        "--runtime=3600",
+        "--output=/dev/null",
+    )
     return (
-        RealScenario("sequential read", "disk", replace(base, size=_MIB, depth=4)),
-        RealScenario("sequential write", "disk", replace(base, kind="write", size=_MIB, depth=4)),
+        RealScenario("idle", "none", command=("sleep", "3600")),
+        RealScenario("seq-read", "disk", replace(direct, size=_MIB)),
+        RealScenario("seq-write", "disk", replace(direct, kind="write", size=_MIB, file=written)),
+        RealScenario("rand-read", "disk", replace(direct, kind="randread", size=32 * _KIB)),
         RealScenario(
-            "random read", "disk", replace(base, kind="randread", size=32 * _KIB, depth=4)
+            "rand-write",
+            "disk",
+            replace(direct, kind="randwrite", size=32 * _KIB, file=written),
+        ),
+        RealScenario("cpu-bound", "cpu", command=burner),
+        RealScenario(
+            "cpu-starved",
+            "cpu",
+            command=burner,
+            cotenant=("stress-ng", "--cpu", "16", "-q"),
+            note="16 co-tenant threads: the workload's 2 get about 2/18 of the machine",
         ),
         RealScenario(
-            "random write", "disk", replace(base, kind="randwrite", size=32 * _KIB, depth=4)
+            "cpu-quota",
+            "cpu",
+            command=burner,
+            cpu_limit=0.1,
+            note="cgroup CPU quota of a tenth of a core",
         ),
-        RealScenario("CPU-bound", "cpu", Job("cpu", threads=2, cpu_load=100)),
         RealScenario(
-            "page-cache thrashing",
+            "memcg-thrash",
             "memory",
-            replace(base, kind="randread", size=4 * _KIB, depth=2, direct=False, random_map=False),
+            replace(thrash, engine="mmap"),
             memory_limit=128 * _MIB,
-            warmup=4.0,
+            warmup=8.0,
+            note="reads through a memory map: major faults",
+        ),
+        RealScenario(
+            "cache-thrash",
+            "memory",
+            replace(thrash, random_map=False),
+            memory_limit=128 * _MIB,
+            warmup=8.0,
+            note="buffered reads: page-cache refaults",
+        ),
+        RealScenario(
+            "buffered-write",
+            "disk",
+            Job(
+                "write",
+                size=_MIB,
+                depth=1,
+                direct=False,
+                file=stream,
+                file_size=64 * _GIB,
+                fsync_every=8,
+            ),
+            note="through the page cache, written back every 8 MiB (fsync): the writer waits "
+            "for write-back",
+        ),
+        RealScenario(
+            "cached-read",
+            "cpu",
+            Job(
+                "randread",
+                size=16 * _KIB,
+                depth=2,
+                direct=False,
+                file=small,
+                file_size=256 * _MIB,
+                random_map=False,
+                invalidate=False,
+            ),
+            warm_cache=True,
+            note="the file is in the page cache: no device reads",
+        ),
+        RealScenario(
+            "idle-io-neighbour",
+            "none",
+            command=("sleep", "3600"),
+            cotenant=neighbour_reads,
+            note="a co-tenant does direct random reads",
+        ),
+        RealScenario(
+            "cpu-with-reads",
+            "cpu",
+            command=(
+                "sh",
+                "-c",
+                "stress-ng --cpu 1 -q & exec fio --name=trickle "
+                f"--filename={data} --size={_GIB} --rw=randread --bs=16k --direct=1 "
+                "--ioengine=psync --rate_iops=50 --time_based --runtime=3600 --output=/dev/null",
+            ),
+            note="one busy thread and 50 direct reads per second",
+        ),
+        RealScenario(
+            "reads-with-cpu",
+            "disk",
+            replace(direct, kind="randread", size=16 * _KIB, depth=8),
+            command=("stress-ng", "--cpu", "1", "--cpu-load", "20", "-q"),
+            note="depth-8 direct random reads beside a thread at a fifth of a core",
         ),
     )
 
 
-SCENARIOS = tuple(s.name for s in scenarios("/var/tmp/x"))
-
-
 @dataclass(frozen=True, eq=False)
-class Outcome:
+class Recording:
+    """One scenario run: the collector's counters and what fio reported."""
+
     scenario: RealScenario
-    run: int
-    result: JobResult
-    inference: Inference
-
-    @property
-    def correct(self) -> bool:
-        return self.inference.bottleneck == self.scenario.expected
+    entity: str
+    frame: pd.DataFrame
+    fio: dict[str, float] = field(default_factory=dict)
+    started: float = 0.0
+    load: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
-def run_scenarios(
-    model: Model,
+def unavailable() -> str | None:
+    """Why real scenarios cannot run here (None when they can)."""
+    if fio_path() is None or shutil.which("stress-ng") is None:
+        return "fio and stress-ng are needed (scripts/install-system-deps.sh)"
+    if os.geteuid() != 0:
+        return "creating cgroups needs root"
+    root = Path("/sys/fs/cgroup")
+    if not ((root / "cgroup.controllers").exists() or (root / "memory").is_dir()):
+        return "no cgroup memory controller"
+    return None
+
+
+def _start(
+    command: Sequence[str],
+    group_name: str,
     *,
-    error_model: ErrorModel | None = None,
-    runs: int = 3,
-    seconds: float = 8.0,
-    file: str = "/var/tmp/perfsleuth-real.bin",
-    only: Sequence[str] | None = None,
-    progress: Callable[[Outcome], None] | None = None,
-) -> list[Outcome]:
-    """Run every scenario ``runs`` times (interleaved: run 1 of each, then run 2 …)."""
-    chosen = [s for s in scenarios(file) if only is None or s.name in only]
-    outcomes = []
+    memory_limit: int | None = None,
+    cpu_limit: float | None = None,
+) -> tuple[Any, Any]:
+    """Start ``command`` inside a fresh cgroup (it runs nothing before it is in there)."""
+    shell = ["/bin/sh", "-c", 'read go && exec "$@"', "perfsleuth-real", *command]
+    context = temporary_cgroup(group_name, memory_limit=memory_limit, cpu_limit=cpu_limit)
+    group = context.__enter__()
     try:
-        for number in range(1, runs + 1):
-            for scenario in chosen:
-                group = "perfsleuth-real-" + scenario.name.replace(" ", "-").lower()
-                result = run_job(
-                    scenario.job,
-                    seconds=seconds,
-                    warmup=scenario.warmup,
-                    cgroup=group,
-                    memory_limit=scenario.memory_limit,
-                )
-                inference = infer(model, result.counters(), error_model=error_model, seed=number)
-                outcome = Outcome(scenario, number, result, inference)
-                outcomes.append(outcome)
-                if progress is not None:
-                    progress(outcome)
+        process = subprocess.Popen(
+            shell,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,  # one process group: stopped together
+            preexec_fn=die_with_parent,  # noqa: PLW1509 (only prctl runs in the child)
+        )
+        add_to_cgroup(group, process.pid)
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    except BaseException:
+        context.__exit__(None, None, None)
+        raise
+    return process, context
+
+
+def _stop(process: subprocess.Popen[str], context: Any) -> str:
+    """Stop ``process`` and everything it started; remove its cgroup; its output."""
+    out = ""
+    try:
+        if process.poll() is None:
+            os.killpg(process.pid, 15)
+        try:
+            out, _ = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            out, _ = process.communicate()
     finally:
-        Path(file).unlink(missing_ok=True)
-    return outcomes
+        context.__exit__(None, None, None)
+    return out or ""
 
 
-def confusion(outcomes: Sequence[Outcome], resources: Sequence[str]) -> str:
-    """Rows: scenario (expected resource); columns: the inferred bottleneck; cells: runs."""
-    names = list(dict.fromkeys(o.scenario.name for o in outcomes))
-    width = max(len(n) for n in names) + 12
-    lines = ["scenario (expected)".ljust(width) + "".join(r.rjust(8) for r in resources)]
-    for name in names:
-        mine = [o for o in outcomes if o.scenario.name == name]
-        label = f"{name} ({mine[0].scenario.expected})"
-        counts = [sum(o.inference.bottleneck == r for o in mine) for r in resources]
-        lines.append(label.ljust(width) + "".join(str(c).rjust(8) for c in counts))
-    right = sum(o.correct for o in outcomes)
-    per_run: dict[int, list[bool]] = {}
-    for o in outcomes:
-        per_run.setdefault(o.run, []).append(o.correct)
-    runs = ", ".join(f"run {k}: {sum(v)}/{len(v)}" for k, v in sorted(per_run.items()))
-    lines.append(f"correct: {right} of {len(outcomes)} ({runs})")
-    return "\n".join(lines)
+def _prepare(job: Job) -> None:
+    if job.direct or job.kind.startswith("rand") or job.engine == "mmap":
+        _layout(job)  # reads need data; direct writes, allocated blocks
+    else:
+        Path(job.file).unlink(missing_ok=True)  # a buffered stream starts an empty file
+
+
+def _warm(path: str) -> None:
+    with open(path, "rb") as handle:
+        while handle.read(1 << 20):
+            pass
+
+
+def _fio_numbers(text: str, job: Job) -> dict[str, float]:
+    start = text.find("{")
+    if start < 0:
+        return {}
+    try:
+        entry = json.loads(text[start:])["jobs"][0]
+    except (ValueError, KeyError, IndexError):
+        return {}
+    side = entry["read"] if "read" in job.kind else entry["write"]
+    return {
+        "iops": float(side["iops"]),
+        "bw_bytes": float(side["bw_bytes"]),
+        "usr_cores": float(entry["usr_cpu"]) / 100 * job.threads_used,
+        "sys_cores": float(entry["sys_cpu"]) / 100 * job.threads_used,
+        "majf": float(entry.get("majf", 0.0)),
+    }
+
+
+def record(
+    scenario: RealScenario,
+    *,
+    entity: str,
+    seconds: float = 24.0,
+    interval: float = 1.0,
+    tag: str = "",
+) -> Recording:
+    """Run ``scenario`` with its co-tenant; sample ``seconds`` after the warm-up at
+    ``interval`` with :class:`perfsleuth.collect.Collector` watching the workload's cgroup."""
+    job = scenario.job
+    if job is not None:
+        _prepare(job)
+        if scenario.warm_cache:
+            _warm(job.file)
+    fio = fio_path()
+    total = scenario.warmup + seconds + 5.0
+    if job is not None:
+        assert fio is not None
+        command: list[str] = job.command(fio, total)
+        if scenario.command:  # a second process beside the fio job, in the same cgroup
+            command = ["sh", "-c", '"$@" & exec ' + " ".join(scenario.command), "sh", *command]
+    else:
+        command = list(scenario.command)
+    group = f"perfsleuth-real-{tag or os.getpid()}"
+    device = block_device_of(Path(job.file).parent if job is not None else "/var/tmp")
+    neighbour, neighbour_cg = _start(scenario.cotenant, f"{group}-cotenant")
+    worker = context = None
+    try:
+        time.sleep(1.0)
+        worker, context = _start(
+            command,
+            f"{group}-workload",
+            memory_limit=scenario.memory_limit,
+            cpu_limit=scenario.cpu_limit,
+        )
+        time.sleep(scenario.warmup)
+        load = os.getloadavg()
+        started = time.time()
+        frame = _collect(f"{group}-workload", entity, device, seconds, interval)
+    finally:
+        out = _stop(worker, context) if worker is not None else ""
+        _stop(neighbour, neighbour_cg)
+        if job is not None and not job.direct and job.kind == "write":
+            Path(job.file).unlink(missing_ok=True)  # tens of GB of a stream
+    numbers = {} if job is None else _fio_numbers(out, job)
+    return Recording(scenario, entity, frame, numbers, started, load)
+
+
+def _collect(group: str, entity: str, device: str, seconds: float, interval: float) -> pd.DataFrame:
+    with (
+        tempfile.TemporaryDirectory(prefix="perfsleuth-real-") as scratch,
+        Store(Path(scratch) / "collect.duckdb") as store,
+    ):
+        collector = Collector(store, node=entity, batch=1000, cgroup=group, device=device)
+        collector.run(interval, threading.Event(), seconds=seconds)
+        frame = store.read_frame("counter")
+    names = frame["counter"].astype(str)
+    keep = names.str.startswith(KEPT) | names.str.startswith(f"disk.{device}.")
+    out = frame[keep].reset_index(drop=True)
+    return out
+
+
+def record_all(
+    chosen: Sequence[RealScenario],
+    repetitions: Sequence[int],
+    *,
+    seconds: float = 24.0,
+    progress: Callable[[Recording], None] | None = None,
+) -> list[Recording]:
+    """Every scenario of ``chosen`` once per repetition (interleaved: all of one repetition,
+    then the next), entities ``<scenario>#<repetition>``."""
+    out = []
+    for repetition in repetitions:
+        for scenario in chosen:
+            rec = record(
+                scenario,
+                entity=f"{scenario.name}#{repetition}",
+                seconds=seconds,
+                tag=f"{os.getpid()}",
+            )
+            out.append(rec)
+            if progress is not None:
+                progress(rec)
+    return out

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import die_with_parent
+
 __all__ = ["CHROMIUM", "body_tag", "browse"]
 
 CHROMIUM = os.environ.get("PERFSLEUTH_CHROMIUM", "/usr/bin/chromium")
@@ -114,6 +116,7 @@ def browse(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
             stderr=subprocess.PIPE,
             env=env,
             start_new_session=True,
+            preexec_fn=die_with_parent,  # noqa: PLW1509 - it only calls prctl
             text=True,
             encoding="utf-8",
             errors="replace",

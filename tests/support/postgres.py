@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfsleuth.errors import ConfigError, SourceError
+from tests.support.processes import die_with_parent
 
 __all__ = ["PostgresServer", "find_postgres_bindir", "temporary_postgres"]
 
@@ -320,6 +321,7 @@ def _start(
                 user=uid,
                 group=gid,
                 extra_groups=groups,
+                preexec_fn=die_with_parent,  # noqa: PLW1509 (no threads run at start-up)
             )
         if _wait_ready(process, bindir, port, timeout):
             return process, port

@@ -53,6 +53,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.processes import die_with_parent
+
 __all__ = ["BINARIES", "PrometheusStack", "missing_prometheus", "prometheus_stack"]
 
 BINARIES = {
@@ -255,6 +257,7 @@ def prometheus_stack(
                     stderr=subprocess.STDOUT,
                     cwd=root,
                     env={**os.environ, "GOMAXPROCS": "1"},
+                    preexec_fn=die_with_parent,  # noqa: PLW1509 (no threads run at start-up)
                 )
             cleanup.callback(_stop, processes[job])
 

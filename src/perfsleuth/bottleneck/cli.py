@@ -14,6 +14,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from perfsleuth.cli.inputs import (
+    DisorderOption,
+    DuplicatesOption,
+    Messy,
+    MissingOption,
+    SinceOption,
+    TimeUnitOption,
+    TzOption,
+    UntilOption,
+    source_spec,
+)
 from perfsleuth.cli.output import ReportOption, StoreOption, emit, execute, note
 
 if TYPE_CHECKING:
@@ -66,8 +77,8 @@ def infer_command(
     counters: Annotated[
         list[Path],
         typer.Argument(
-            help="Counter frame(s): CSV or Parquet, a store (.duckdb) that perfsleuth "
-            "collect wrote, or sar's JSON (sadf -j, .json).",
+            help="Counter frame(s): CSV or Parquet (- for stdin), a store (.duckdb) that "
+            "perfsleuth collect wrote, or sar's JSON (sadf -j, .json).",
             show_default=False,
         ),
     ],
@@ -91,12 +102,20 @@ def infer_command(
     ] = None,
     store: StoreOption = None,
     report: ReportOption = None,
+    missing: MissingOption = None,
+    disorder: DisorderOption = None,
+    duplicates: DuplicatesOption = None,
+    time_unit: TimeUnitOption = None,
+    tz: TzOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
 ) -> None:
     """Which resource limits the workload? Infer it from COUNTERS (and advise upgrades)."""
     from perfsleuth.families import create
     from perfsleuth.run import Input, Outputs, Plan, Step
 
     goal, factor = _target(target)
+    messy = Messy(missing, disorder, duplicates, time_unit, tz, since, until)
     detector = create(
         "bottleneck",
         {
@@ -115,7 +134,7 @@ def infer_command(
         prefix="",
     )
     plan = Plan(
-        (Input("counter", "counter", tuple(_counter_source(path) for path in counters)),),
+        (Input("counter", "counter", tuple(_counter_source(path, messy) for path in counters)),),
         (Step(detector, "counter"),),
         Outputs(store=store, report=report, title="perfsleuth bottlenecks"),
         command=f"perfsleuth bottleneck infer {', '.join(map(str, counters))}",
@@ -124,17 +143,15 @@ def infer_command(
     emit(ctx, execute(plan).findings)
 
 
-def _counter_source(path: Path) -> Source:
+def _counter_source(path: Path, messy: Messy) -> Source:
     """A counter file, every counter row of a store, or sar's JSON (the detector translates
     the collector's and sar's counter names into the model's)."""
-    from perfsleuth.sources.specs import FileSource, SarSource, StoreSource
-
     suffix = path.suffix.lower()
     if suffix in (".duckdb", ".db"):
-        return StoreSource(kind="store", path=path, contract="counter")
+        return source_spec({"kind": "store", "path": path, "contract": "counter"}, messy)
     if suffix == ".json":  # sadf -j output
-        return SarSource(kind="sar", path=path)
-    return FileSource(path=path, contract="counter")
+        return source_spec({"kind": "sar", "path": path}, messy)
+    return source_spec({"kind": "file", "path": path, "contract": "counter"}, messy)
 
 
 def _write(frame: object, out: Path) -> None:
@@ -210,20 +227,41 @@ def calibrate_command(
     model: ModelOption = "linux",
     quick: Annotated[bool, typer.Option(help="Fewer sizes and depths, shorter runs.")] = False,
     seconds: Annotated[float | None, typer.Option(help="Seconds per run.")] = None,
-    force: Annotated[bool, typer.Option(help="Calibrate even if the machine is busy.")] = False,
     max_busy: Annotated[
-        float, typer.Option(help="Refuse when more than this share of the CPU is in use.")
+        float,
+        typer.Option(
+            help="Warn, and widen the profile's uncertainty, when more than this share of the "
+            "CPU is in use."
+        ),
     ] = 0.2,
     builtin: Annotated[
         bool, typer.Option(help="Use the built-in O_DIRECT generator, not fio.")
     ] = False,
+    from_fio: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-fio",
+            help="Fit the profile from fio JSON results in this directory; run nothing.",
+        ),
+    ] = None,
 ) -> None:
     """Measure this machine's maxima (fio, or a built-in generator) and fit a profile."""
     import dataclasses
 
+    from perfsleuth.bottleneck.kernels.calibration import fit_profile
     from perfsleuth.bottleneck.kernels.model import load_model
-    from perfsleuth.bottleneck.measure import Plan, calibrate
+    from perfsleuth.bottleneck.measure import Plan, calibrate, machine_facts
+    from perfsleuth.bottleneck.measure import from_fio as read_fio
 
+    if from_fio is not None:
+        runs, skipped = read_fio(from_fio)
+        for reason in skipped:
+            note(reason)
+        info = {"method": f"fio JSON results in {from_fio}", "runs": str(len(runs))}
+        profile = fit_profile(load_model(model), runs, machine=machine_facts(), info=info)
+        profile.save(out)
+        note(f"calibration profile from {len(runs)} fio runs: {out}")
+        return
     plan = Plan.quick() if quick else Plan()
     if seconds is not None:
         plan = dataclasses.replace(plan, seconds=seconds)
@@ -231,7 +269,6 @@ def calibrate_command(
         load_model(model),
         path=file,
         plan=plan,
-        force=force,
         max_busy=max_busy,
         use_fio=not builtin,
         progress=note,

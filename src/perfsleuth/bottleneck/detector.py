@@ -1,12 +1,16 @@
 """The ``bottleneck`` detector: counter frame in, a :class:`BottleneckAnalysis` out.
 
-Per entity, counters are averaged over windows of ``window``; each window's counters go to the
-inference (:func:`perfsleuth.bottleneck.kernels.infer.infer`). Windows whose most utilised
-resource is at least ``min_utilisation`` busy and that agree on it form an episode (consecutive
-windows, no hole); the episode's mean counters are inferred once more and become one
-``bottleneck`` finding, from the first sample to the last. The whole period of each entity is
-inferred too (what the report's bars and tables show). With an upgrade catalogue, each episode
-and each entity's whole period get an upgrade analysis, and each episode an ``upgrade`` finding.
+Per entity, the samples are cut into windows aligned to the data
+(:func:`perfsleuth.bottleneck.kernels.windows.steady_windows`): from the first sample, at the
+changes of the counters, at most ``window`` and at least ``min_window`` long (a shorter
+recording is one window). Each window's mean counters go to the inference
+(:func:`perfsleuth.bottleneck.kernels.infer.infer_many`: every window of the frame at once),
+whose headline is the most probable state — no bottleneck (no resource at
+``min_utilisation``), or a resource. Consecutive windows in the same bottleneck state form an
+episode; its mean counters are inferred once more and become one ``bottleneck`` finding, from
+its first sample to its last. The whole period of each entity is inferred too (what the
+report's bars and tables show). With an upgrade catalogue, each episode and each entity's whole
+period get an upgrade analysis, and each episode an ``upgrade`` finding.
 
 Counter values must be in the model's units (:mod:`perfsleuth.bottleneck.linux` writes them
 so); frames of the local collector (``perfsleuth collect``) and of ``sar`` are translated
@@ -33,10 +37,10 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from perfsleuth.analysis import PARAMS, DetectorMixin, Summary
 from perfsleuth.bottleneck.explain import bottleneck_finding, upgrade_finding
-from perfsleuth.bottleneck.importers import to_model_counters
-from perfsleuth.bottleneck.kernels.calibration import apply_profile, load_profile
+from perfsleuth.bottleneck.importers import by_entity, to_model_counters
+from perfsleuth.bottleneck.kernels.calibration import ERROR_SCALE, apply_profile, load_profile
 from perfsleuth.bottleneck.kernels.errormodel import ErrorModel
-from perfsleuth.bottleneck.kernels.infer import Inference, infer
+from perfsleuth.bottleneck.kernels.infer import NONE, Inference, infer_many
 from perfsleuth.bottleneck.kernels.model import Model, load_model
 from perfsleuth.bottleneck.kernels.upgrades import (
     Catalogue,
@@ -44,6 +48,7 @@ from perfsleuth.bottleneck.kernels.upgrades import (
     analyse_upgrades,
     load_catalogue,
 )
+from perfsleuth.bottleneck.kernels.windows import noise_scale, steady_windows
 from perfsleuth.durations import Duration
 from perfsleuth.errors import DataError
 from perfsleuth.findings import Finding
@@ -85,12 +90,16 @@ def _setup(
     errors: tuple[str | None, float],
 ) -> tuple[Model, ErrorModel]:
     loaded = load_model(model[0])
+    widen = 1.0
     if calibration[0] is not None:
-        loaded = apply_profile(loaded, load_profile(calibration[0]))
+        profile = load_profile(calibration[0])
+        loaded = apply_profile(loaded, profile)
+        # calibrated on a busy machine: its maxima are less sure (load_profile checked it)
+        widen = float(profile.info.get(ERROR_SCALE, "1"))
     error_model = (
         ErrorModel.default(loaded) if errors[0] is None else ErrorModel.load(errors[0], loaded)
     )
-    return loaded, error_model
+    return loaded, error_model.widened(widen)
 
 
 def load_setup(
@@ -136,7 +145,8 @@ class Episode:
 
     @property
     def bottleneck(self) -> str:
-        return self.inference.bottleneck
+        """The episode's resource: the state its windows agree on."""
+        return self.windows[0].inference.state
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,6 +160,15 @@ class EntityBottlenecks:
     episodes: tuple[Episode, ...]
     upgrades: UpgradeAnalysis | None
     """Upgrade analysis of the whole period (``None`` without a catalogue)."""
+
+    @property
+    def state(self) -> str:
+        """The entity's headline: its longest episode's bottleneck (the first of equals), or
+        ``"none"`` when no window has one."""
+        if not self.episodes:
+            return NONE
+        longest = max(self.episodes, key=lambda e: (e.end - e.start, -e.start.value))
+        return longest.bottleneck
 
 
 @dataclass(frozen=True, eq=False)
@@ -222,7 +241,7 @@ def _entity_line(model: Model, entity: EntityBottlenecks) -> str:
             inference = episode.inference
             name = episode.bottleneck
             parts.append(
-                f"{_label(model, name)} (P = {inference.probability(name):.2f}, "
+                f"{_label(model, name)} (P = {inference.p(name):.2f}, "
                 f"{inference.util(name):.0%} busy) {_span(episode.start, episode.end)}"
             )
         text = f"{entity.entity}: bottleneck " + "; then ".join(parts)
@@ -275,6 +294,9 @@ class BottleneckDetector(DetectorMixin):
         A window whose most utilised resource is below this has no bottleneck to report.
     warning_utilisation, error_utilisation
         Severity of a finding by the bottleneck's utilisation.
+    min_window
+        Windows are at least this long (a shorter recording is one window); they start at the
+        first sample and at the changes of the counters.
     min_counters
         Windows with fewer of the model's counters are skipped.
     upgrades
@@ -300,6 +322,7 @@ class BottleneckDetector(DetectorMixin):
     calibration: str = ""
     error_model: str = ""
     window: Duration = Field(default=timedelta(minutes=1))
+    min_window: Duration = Field(default=timedelta(seconds=15))
     min_utilisation: float = Field(default=0.5, gt=0.0)
     warning_utilisation: float = Field(default=0.8, gt=0.0)
     error_utilisation: float = Field(default=0.95, gt=0.0)
@@ -317,46 +340,72 @@ class BottleneckDetector(DetectorMixin):
         if len(frame) == 0:
             return BottleneckAnalysis(self, model, errors, (), ())
         catalogue = load_catalogue(self.upgrades, model) if self.upgrades else None
+        windows = self._windows(frame, model, errors)
+        # each entity's episodes and whole period: inferred once more on their mean counters
+        # (all of them in one batch), unless one window is all of it
+        parts: dict[str, list[list[WindowResult]]] = {}
+        pending: list[list[WindowResult]] = []
+        for entity, found in windows.items():
+            runs = self._episodes(found)
+            parts[entity] = runs
+            pending += [run for run in runs if len(run) > 1]
+            if len(found) > 1 and not any(len(run) == len(found) for run in runs):
+                pending.append(found)
+        means = self._infer([_mean_counters(p) for p in pending], model, errors)
+        again = {id(p): inference for p, inference in zip(pending, means, strict=True)}
+
+        def inferred(part: list[WindowResult]) -> Inference:
+            return part[0].inference if len(part) == 1 else again[id(part)]
+
         entities: list[EntityBottlenecks] = []
         findings: list[Finding] = []
-        for entity, windows in self._windows(frame, model, errors).items():
-            if not windows:
-                continue
-            result = self._entity(entity, windows, model, errors, catalogue)
+        for entity, found in windows.items():
+            episodes = [
+                Episode(
+                    entity,
+                    tuple(part),
+                    inferred(part),
+                    self._upgrades(model, inferred(part), catalogue),
+                )
+                for part in parts[entity]
+            ]
+            same = next((e for e in episodes if len(e.windows) == len(found)), None)
+            if same is not None:
+                overall, upgrades = same.inference, same.upgrades
+            else:
+                overall = inferred(found)
+                upgrades = self._upgrades(model, overall, catalogue)
+            result = EntityBottlenecks(entity, tuple(found), overall, tuple(episodes), upgrades)
             entities.append(result)
             findings.extend(self._findings(result, model))
         return BottleneckAnalysis(self, model, errors, tuple(entities), tuple(findings))
 
+    def resources(self) -> tuple[str, ...]:
+        """The resources of the detector's model, in its order."""
+        return load_setup(self.model, self.calibration, self.error_model)[0].resource_names
+
     # -- internals --------------------------------------------------------------------------
 
-    def _entity(
-        self,
-        entity: str,
-        windows: list[WindowResult],
-        model: Model,
-        errors: ErrorModel,
-        catalogue: Catalogue | None,
-    ) -> EntityBottlenecks:
-        episodes = []
-        for part in self._episodes(windows):
-            inference = self._mean_inference(part, model, errors)
-            episodes.append(
-                Episode(entity, tuple(part), inference, self._upgrades(model, inference, catalogue))
-            )
-        # an episode covering every window has the whole period's counters: infer them once
-        same = next((e for e in episodes if len(e.windows) == len(windows)), None)
-        if same is not None:
-            overall, upgrades = same.inference, same.upgrades
-        else:
-            overall = self._mean_inference(windows, model, errors)
-            upgrades = self._upgrades(model, overall, catalogue)
-        return EntityBottlenecks(entity, tuple(windows), overall, tuple(episodes), upgrades)
+    def _infer(
+        self, observations: list[dict[str, float]], model: Model, errors: ErrorModel
+    ) -> list[Inference]:
+        if not observations:
+            return []
+        return infer_many(
+            model,
+            observations,
+            error_model=errors,
+            seed=self.seed,
+            min_counters=self.min_counters,
+            threshold=self.min_utilisation,
+        )
 
     def _findings(self, entity: EntityBottlenecks, model: Model) -> list[Finding]:
         out = []
         for episode in entity.episodes:
-            start = episode.start.to_pydatetime()
-            end = episode.end.to_pydatetime()
+            # a datetime has no nanoseconds: widen the span to whole microseconds
+            start = episode.start.floor("us").to_pydatetime()
+            end = episode.end.ceil("us").to_pydatetime()
             out.append(
                 bottleneck_finding(
                     model,
@@ -399,88 +448,102 @@ class BottleneckDetector(DetectorMixin):
     def _windows(
         self, frame: pd.DataFrame, model: Model, errors: ErrorModel
     ) -> dict[str, list[WindowResult]]:
+        """Each entity's windows (entities by name; those without a usable window left out),
+        every window inferred in one batch."""
         # before normalising: the collector's units are its own
         frame = to_model_counters(frame, device=self.device or None)
         coverage = coverage_of(frame)
         if coverage is None or coverage.contract != "counter":
             frame = normalise(frame, "counter")
         _check_values(frame, model)
-        width = pd.Timedelta(self.window)
         wanted = set(model.counter_columns) | {i.counter for i in model.inputs}
         data = frame[frame["counter"].isin(wanted)]
-        out: dict[str, list[WindowResult]] = {}
-        for entity, rows in data.groupby("entity", sort=True):
-            origin = (
-                rows["time"].min().floor(width)
-                if width >= pd.Timedelta(seconds=1)
-                else (rows["time"].min())
-            )
-            bins = ((rows["time"] - origin) // width).astype("int64")
-            results = []
-            for index, part in rows.groupby(bins, sort=True):
-                means = part.groupby("counter")["value"].mean()
-                counters = {str(k): float(v) for k, v in means.items()}
+        longest = pd.Timedelta(self.window)
+        shortest = pd.Timedelta(self.min_window)
+        usable: list[tuple[str, int, pd.DataFrame, dict[str, float]]] = []
+        for entity, wide in by_entity(data):
+            for index, (a, b) in enumerate(self._cuts(wide, model, errors, longest, shortest)):
+                part = wide.iloc[a:b]
+                counters = {str(k): float(v) for k, v in part.mean().dropna().items()}
                 observed = sum(1 for c in model.counter_columns if c in counters)
                 if observed < self.min_counters:
                     log.info("%s: window %s has %d counters; skipped", entity, index, observed)
                     continue
-                inference = infer(
-                    model,
-                    counters,
-                    error_model=errors,
-                    seed=self.seed,
-                    min_counters=self.min_counters,
+                usable.append((str(entity), index, part, counters))
+        inferences = self._infer([u[3] for u in usable], model, errors)
+        out: dict[str, list[WindowResult]] = {}
+        for (entity, index, part, counters), inference in zip(usable, inferences, strict=True):
+            out.setdefault(entity, []).append(
+                WindowResult(
+                    entity=entity,
+                    index=index,
+                    start=part.index[0],
+                    end=part.index[-1],
+                    samples=len(part),
+                    counters=counters,
+                    inference=inference,
                 )
-                results.append(
-                    WindowResult(
-                        entity=str(entity),
-                        index=int(index),
-                        start=part["time"].min(),
-                        end=part["time"].max(),
-                        samples=int(part["time"].nunique()),
-                        counters=counters,
-                        inference=inference,
-                    )
-                )
-            out[str(entity)] = results
+            )
         return out
 
+    def _cuts(
+        self,
+        wide: pd.DataFrame,
+        model: Model,
+        errors: ErrorModel,
+        longest: pd.Timedelta,
+        shortest: pd.Timedelta,
+    ) -> list[tuple[int, int]]:
+        """Sample ranges of one entity's windows (``wide``: time × counter)."""
+        times = wide.index
+        if len(times) < 2:
+            return [(0, len(times))]
+        step = max(pd.Series(times).diff().median(), pd.Timedelta(microseconds=1))
+        # counters in units of their noise (at least the model's error), on the error model's
+        # asinh scale: a change the model could not tell from noise does not cut a window
+        columns = [c for c in model.counter_columns if c in wide.columns]
+        position = [model.counter_columns.index(c) for c in columns]
+        values = wide[columns].ffill().bfill().fillna(0.0).to_numpy(dtype=np.float64)
+        g = np.arcsinh(values / errors.scale[position])
+        spread = np.maximum(noise_scale(g), errors.sd[position])
+        return steady_windows(
+            g / spread,
+            min_size=max(int(shortest / step), 1),
+            max_size=max(int(longest / step), 1),
+        )
+
     def _episodes(self, windows: Sequence[WindowResult]) -> list[list[WindowResult]]:
+        """Runs of consecutive windows in the same bottleneck state (a window with none ends a
+        run)."""
         episodes: list[list[WindowResult]] = []
         last_index = None
         for w in windows:
-            util = float(np.max(w.inference.utilisation))
-            index = w.index
-            if util < self.min_utilisation:
+            state = w.inference.state
+            if state == NONE:
                 last_index = None
                 continue
             if (
                 episodes
                 and last_index is not None
-                and index == last_index + 1
-                and episodes[-1][-1].inference.bottleneck == w.inference.bottleneck
+                and w.index == last_index + 1
+                and episodes[-1][-1].inference.state == state
             ):
                 episodes[-1].append(w)
             else:
                 episodes.append([w])
-            last_index = index
+            last_index = w.index
         return episodes
 
-    def _mean_inference(
-        self, windows: Sequence[WindowResult], model: Model, errors: ErrorModel
-    ) -> Inference:
-        """One inference on the sample-weighted mean counters of ``windows``."""
-        if len(windows) == 1:
-            return windows[0].inference
-        keys: set[str] = set().union(*(w.counters for w in windows))
-        means: dict[str, float] = {}
-        for key in keys:
-            values = [w.counters[key] for w in windows if key in w.counters]
-            weights = [w.samples for w in windows if key in w.counters]
-            means[key] = float(np.average(values, weights=weights))
-        return infer(
-            model, means, error_model=errors, seed=self.seed, min_counters=self.min_counters
-        )
+
+def _mean_counters(windows: Sequence[WindowResult]) -> dict[str, float]:
+    """The sample-weighted mean counters of ``windows``."""
+    keys: set[str] = set().union(*(w.counters for w in windows))
+    means: dict[str, float] = {}
+    for key in sorted(keys):
+        values = [w.counters[key] for w in windows if key in w.counters]
+        weights = [w.samples for w in windows if key in w.counters]
+        means[key] = float(np.average(values, weights=weights))
+    return means
 
 
 def _check_values(frame: pd.DataFrame, model: Model) -> None:

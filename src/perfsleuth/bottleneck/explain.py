@@ -21,9 +21,19 @@ if TYPE_CHECKING:  # only annotations: the report imports this module for format
     from perfsleuth.bottleneck.kernels.model import Model
     from perfsleuth.bottleneck.kernels.upgrades import UpgradeAnalysis
 
-__all__ = ["bottleneck_finding", "explain", "format_bytes", "format_value", "upgrade_finding"]
+__all__ = [
+    "UNEXPLAINED_SD",
+    "bottleneck_finding",
+    "explain",
+    "format_bytes",
+    "format_value",
+    "unexplained",
+    "upgrade_finding",
+]
 
 _BEYOND_CALIBRATION = 1.25  # utilisation of a throughput resource that questions its calibration
+UNEXPLAINED_SD = 4.0
+"""A counter this many error-model standard deviations off is one the model does not explain."""
 
 
 def format_bytes(value: float) -> str:
@@ -48,12 +58,53 @@ def format_value(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
+def unexplained(inference: Inference, most: int = 2) -> list[tuple[str, float, float, float]]:
+    """The counters the model does not explain (at least :data:`UNEXPLAINED_SD` off), worst
+    first: ``(column, observed, predicted, standard deviations)``."""
+    off = np.abs(inference.residual_sd)
+    order = [int(i) for i in np.argsort(-off, kind="stable") if off[i] >= UNEXPLAINED_SD]
+    return [
+        (
+            inference.columns[i],
+            float(inference.observed[i]),
+            float(inference.predicted[i]),
+            float(inference.residual_sd[i]),
+        )
+        for i in order[:most]
+    ]
+
+
 def explain(model: Model, inference: Inference) -> str:
-    """One sentence: the bottleneck, how full it is, what fills it, and the runner-up."""
-    j = int(np.argmax(inference.utilisation))
+    """One sentence: the most probable state — no bottleneck, or the bottleneck, how full it
+    is, what fills it and the runner-up — and the counters the model does not explain."""
+    return _headline(model, inference) + _misfit(model, inference)
+
+
+def _misfit(model: Model, inference: Inference) -> str:
+    units = {c.column: c.unit_text for c in model.counters}
+    parts = [
+        f"{column} (observed {format_value(observed, units[column])}, predicted "
+        f"{format_value(predicted, units[column])})"
+        for column, observed, predicted, _ in unexplained(inference)
+    ]
+    if not parts:
+        return ""
+    return ". The model does not explain " + " or ".join(parts) + ": weigh the answer with that"
+
+
+def _headline(model: Model, inference: Inference) -> str:
+    if inference.state == "none":
+        j = int(np.argmax(inference.utilisation))
+        resource = model.resources[j]
+        return (
+            f"no bottleneck (P = {inference.p('none'):.2f}): the busiest resource, "
+            f"{resource.label}, is at {float(inference.utilisation[j]):.0%} "
+            f"{resource.capacity}"
+        )
+    j = model.resource_names.index(inference.state)
     resource = model.resources[j]
     util = float(inference.utilisation[j])
-    p = float(inference.p_bottleneck[j])
+    p = inference.p(inference.state)
     text = f"{resource.label} is the bottleneck (P = {p:.2f}): {util:.0%} {resource.capacity}"
     parts = model.components(inference.w[None, :], inference.inputs)[resource.name]
     if parts:
@@ -73,6 +124,8 @@ def explain(model: Model, inference: Inference) -> str:
         text += f"; next: {model.resources[nxt].label} at {float(inference.utilisation[nxt]):.0%}"
     if p < 0.5:
         text += " (uncertain: the counters fit other explanations too)"
+    elif inference.p("none") >= 0.2:
+        text += f" (or no bottleneck: P = {inference.p('none'):.2f})"
     if resource.throughput and util > _BEYOND_CALIBRATION:
         # A resource that serves work cannot be busier than all of its time; the counters show
         # more work than the calibration says it can do, so its maxima are too low (calibrated
@@ -96,10 +149,11 @@ def bottleneck_finding(
     error: float = 0.95,
     windows: int = 1,
 ) -> Finding:
-    """A ``bottleneck`` finding: the explanation, and as evidence each resource's utilisation
-    (with its 90% interval) and probability, the inferred workload, and the observed and
-    predicted counters."""
-    j = int(np.argmax(inference.utilisation))
+    """A ``bottleneck`` finding about the inference's most probable resource: the explanation,
+    and as evidence the probability of each state (no bottleneck, each resource), each
+    resource's utilisation (with its 90% interval), how much the residuals widened the error
+    model, the inferred workload, and the observed and predicted counters."""
+    j = model.resource_names.index(inference.bottleneck)
     util = float(inference.utilisation[j])
     severity = (
         Severity.ERROR
@@ -112,14 +166,18 @@ def bottleneck_finding(
         Evidence("bottleneck", model.resources[j].name),
         Evidence("windows", windows),
         Evidence("misfit", round(inference.misfit, 4), "sd"),
+        Evidence("dispersion", _round(inference.dispersion)),
+        Evidence("p.none", _round(inference.p("none"))),
     ]
     for i, r in enumerate(model.resources):
         evidence += [
             Evidence(f"util.{r.name}", _round(inference.utilisation[i]), "fraction"),
             Evidence(f"util.{r.name}.p05", _round(inference.util_low[i]), "fraction"),
             Evidence(f"util.{r.name}.p95", _round(inference.util_high[i]), "fraction"),
-            Evidence(f"p.{r.name}", _round(inference.p_bottleneck[i])),
+            Evidence(f"p.{r.name}", _round(inference.p(r.name))),
         ]
+    for column, _, _, sd in unexplained(inference, most=len(inference.columns)):
+        evidence.append(Evidence(f"unexplained.{column}", round(sd, 2), "sd"))
     for i, name in enumerate(model.parameters):
         unit = model.spec.parameters[name].unit
         evidence.append(Evidence(f"w.{name}", _round(inference.w[i]), unit))

@@ -17,6 +17,11 @@ collector                              model column
 ``disk.<dev>.weighted_ms`` / 1000      ``disk.inflight`` (average requests in flight)
 ``vmstat.workingset_refault_file``     ``mem.refault`` (pages/s; ``workingset_refault``
                                        on kernels before 5.9)
+``vmstat.pgmajfault``                  ``mem.majfault`` (faults/s)
+``psi.<cpu|memory|io>.some``           ``psi.cpu``, ``psi.memory``, ``psi.io`` (share of
+                                       time some task stalled)
+``mem.Dirty`` / ``mem.Writeback``      ``mem.dirty`` / ``mem.writeback`` (bytes)
+``mem.MemTotal``                       ``mem.total`` (bytes: the machine's memory)
 ``workload.<name>``                    ``cg.<name>``: the workload cgroup's counters
                                        (``perfsleuth collect --cgroup``), already in the
                                        model's units
@@ -30,8 +35,9 @@ through refaults and the disk traffic they cause, but cannot tell the workload f
 neighbours.
 
 From ``sar`` (:func:`perfsleuth.sources.sysstat.read_sar`; entities ``<host>:cpu=all``,
-``<host>:cpu=<n>`` and ``<host>:disk-device=<dev>``): ``cpu.user`` = (``cpu-load.user`` +
-``cpu-load.nice``) × CPUs and ``cpu.system`` = ``cpu-load.system`` × CPUs (sar's shares are of
+``<host>:cpu=<n>`` and ``<host>:disk-device=<dev>``): ``cpu.user`` = (``cpu-load.user`` or, from
+``sar -u ALL``, ``cpu-load.usr`` + ``cpu-load.nice``) × CPUs and ``cpu.system`` =
+``cpu-load.system`` (or ``cpu-load.sys``) × CPUs (sar's shares are of
 all CPUs; their number is that of the per-CPU entities, so record with ``-P ALL``),
 ``disk.read_bytes`` / ``disk.write_bytes`` = ``disk.rkB`` / ``disk.wkB``, ``disk.busy`` =
 ``disk.util-percent`` and ``disk.inflight`` = ``disk.aqu-sz`` of one disk (chosen as above);
@@ -47,6 +53,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
 
 import pandas as pd
 
@@ -54,6 +61,7 @@ from perfsleuth.errors import DataError
 
 __all__ = [
     "COLLECTOR_MARK",
+    "by_entity",
     "from_collector",
     "from_sar",
     "is_collector_frame",
@@ -84,19 +92,48 @@ _DISK_COLUMNS: dict[str, tuple[str, float]] = {
     "weighted_ms": ("disk.inflight", 1000.0),
 }
 _REFAULTS = ("vmstat.workingset_refault_file", "vmstat.workingset_refault")
+# machine counters renamed as they are: collector name → model column
+_RENAMED = {
+    "vmstat.pgmajfault": "mem.majfault",
+    "psi.cpu.some": "psi.cpu",
+    "psi.memory.some": "psi.memory",
+    "psi.io.some": "psi.io",
+    "mem.Dirty": "mem.dirty",
+    "mem.Writeback": "mem.writeback",
+    "mem.MemTotal": "mem.total",
+}
 # the workload cgroup's counters (perfsleuth collect --cgroup), in the model's units already
 _WORKLOAD = tuple(
     f"{group}.{name}"
     for group, names in (
-        ("cpu", ("user", "system")),
-        ("psi", ("io",)),
+        ("cpu", ("user", "system", "wait", "runnable", "throttled", "limit")),
+        ("psi", ("io", "cpu", "memory")),
         ("io", ("read_bytes", "write_bytes", "reads", "writes")),
         ("app", ("read_ops", "read_bytes", "write_ops", "write_bytes")),
-        ("mem", ("anon", "limit", "refault")),
+        (
+            "mem",
+            (
+                "anon",
+                "limit",
+                "refault",
+                "majfault",
+                "current",
+                "file",
+                "dirty",
+                "writeback",
+                "limit_hits",
+            ),
+        ),
     )
     for name in names
 )
 _PARTITION_SUFFIX = re.compile(r"^p?\d+$")
+_USED = frozenset(
+    [source for sources in _SUMS.values() for source in sources]
+    + list(_REFAULTS)
+    + list(_RENAMED)
+    + [f"workload.{name}" for name in _WORKLOAD]
+)
 
 
 def to_model_counters(frame: pd.DataFrame, *, device: str | None = None) -> pd.DataFrame:
@@ -156,11 +193,14 @@ def from_sar(frame: pd.DataFrame, *, device: str | None = None) -> pd.DataFrame:
         cpu = mine[kinds == "cpu=all"].pivot_table(
             index="time", columns="counter", values="value", aggfunc="mean"
         )
-        if ncpu > 0 and "cpu-load.user" in cpu.columns:
+        # ``sar -u`` names the shares user/system, ``sar -u ALL`` usr/sys
+        user = _first(cpu, ("cpu-load.user", "cpu-load.usr"))
+        system = _first(cpu, ("cpu-load.system", "cpu-load.sys"))
+        if ncpu > 0 and user is not None:
             nice = cpu["cpu-load.nice"] if "cpu-load.nice" in cpu.columns else 0.0
-            out["cpu.user"] = (cpu["cpu-load.user"] + nice) * ncpu
-        if ncpu > 0 and "cpu-load.system" in cpu.columns:
-            out["cpu.system"] = cpu["cpu-load.system"] * ncpu
+            out["cpu.user"] = (cpu[user] + nice) * ncpu
+        if ncpu > 0 and system is not None:
+            out["cpu.system"] = cpu[system] * ncpu
         if ncpu == 0 and len(cpu):
             log.warning("%s: sar recorded no per-CPU lines (-P ALL); CPU counters left out", name)
         disks: dict[str, pd.DataFrame] = {}
@@ -194,6 +234,23 @@ def from_sar(frame: pd.DataFrame, *, device: str | None = None) -> pd.DataFrame:
         return frame.reindex(columns=columns).iloc[:0]
     result = pd.concat(parts, ignore_index=True).dropna(subset=["value"])
     return result.sort_values(["entity", "counter", "time"], kind="stable").reset_index(drop=True)
+
+
+def by_entity(frame: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
+    """Each entity's counters as a time × counter table (one reshape for all: it is the
+    costly step), holding only the counters the entity has."""
+    if len(frame) == 0:
+        return
+    table = frame.pivot_table(
+        index=["entity", "time"], columns="counter", values="value", aggfunc="mean"
+    )
+    for entity, rows in table.groupby(level="entity", sort=True):
+        yield str(entity), rows.droplevel("entity").dropna(axis=1, how="all")
+
+
+def _first(table: pd.DataFrame, names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` that is a column of ``table``."""
+    return next((name for name in names if name in table.columns), None)
 
 
 def is_collector_frame(frame: pd.DataFrame) -> bool:
@@ -237,10 +294,12 @@ def from_collector(frame: pd.DataFrame, *, device: str | None = None) -> pd.Data
     columns = ["time", "entity", "counter", "value"]
     if len(frame) == 0:
         return frame.reindex(columns=columns).iloc[:0]
+    # only what is mapped is reshaped: the collector writes many more counters
+    names = frame["counter"].astype(str)
+    frame = frame[names.isin(_USED) | names.str.startswith("disk.")]
     parts: list[pd.DataFrame] = []
-    for entity, rows in frame.groupby("entity", sort=True):
-        wide = rows.pivot_table(index="time", columns="counter", values="value", aggfunc="mean")
-        out = pd.DataFrame(index=wide.index)
+    for entity, wide in by_entity(frame):
+        out: dict[str, pd.Series] = {}
         for target, sources in _SUMS.items():
             present = [s for s in sources if s in wide.columns]
             if sources[0] in present:
@@ -264,10 +323,15 @@ def from_collector(frame: pd.DataFrame, *, device: str | None = None) -> pd.Data
         refault = next((c for c in _REFAULTS if c in wide.columns), None)
         if refault is not None:
             out["mem.refault"] = wide[refault]
+        for source, target in _RENAMED.items():
+            if source in wide.columns:
+                out[target] = wide[source]
         for name in _WORKLOAD:
             if f"workload.{name}" in wide.columns:
                 out[f"cg.{name}"] = wide[f"workload.{name}"]
-        long = out.reset_index().melt(id_vars="time", var_name="counter", value_name="value")
+        table = pd.DataFrame(out, index=wide.index)
+        table.columns.name = "counter"
+        long = table.stack().rename("value").reset_index()
         long["entity"] = str(entity)
         parts.append(long[columns])
     result = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)

@@ -17,6 +17,24 @@ counter of the counter frame (rates per second, in the built-in model's units):
 ``cg.mem.*``           memory.stat: ``anon`` (bytes), ``refault`` (pages/s); ``cg.mem.limit``
                        (bytes, MemTotal if unlimited)
 ``cg.psi.io``          io.pressure "some": share of time stalled
+``cg.psi.cpu``,        cpu.pressure and memory.pressure "some": share of time some task of the
+``cg.psi.memory``      workload waited for a CPU, or stalled on memory (reclaim, thrashing)
+``cg.cpu.wait``        cores waiting in a run queue: Σ over the cgroup's threads of the growth of
+                       /proc/<tid>/schedstat's run delay per second
+``cg.cpu.runnable``    share of time the workload's threads are running or waiting to run,
+                       each thread weighted by that share (1: CPU-bound threads)
+``cg.cpu.throttled``   share of time the CPU quota held the cgroup back; ``cg.cpu.limit`` the
+                       quota in cores (the CPUs online when there is none)
+``cg.mem.majfault``    major page faults per second (memory.stat pgmajfault)
+``cg.mem.current``,    bytes charged to the cgroup, page cache included; the page cache, and
+``cg.mem.file``,       its dirty and under-write-back parts (levels)
+``cg.mem.dirty``,
+``cg.mem.writeback``
+``cg.mem.limit_hits``  times per second the memory limit was hit (memory.events max + high, v1
+                       memory.failcnt)
+``psi.cpu``,           the machine's pressure (/proc/pressure, "some"); ``mem.majfault`` (major
+``psi.memory``,        faults/s), ``mem.dirty`` and ``mem.writeback`` (bytes, /proc/meminfo)
+``psi.io``
 =====================  ==========================================================================
 
 Every raw reading comes from :mod:`perfsleuth.sources.procfs` (the one reader of /proc, /sys
@@ -59,9 +77,12 @@ from perfsleuth.sources.procfs import (
     read_cgroup_counters,
     read_diskstats,
     read_meminfo,
+    read_pressure,
     read_process_io,
     read_stat,
+    read_task_schedstat,
     read_vmstat,
+    runnable_growth,
 )
 
 __all__ = [
@@ -85,6 +106,8 @@ class Reading:
     wall: datetime
     values: dict[str, float]
     pids: dict[int, dict[str, float]] = field(default_factory=dict)
+    tasks: dict[int, dict[str, float]] = field(default_factory=dict)
+    """/proc/<tid>/schedstat of the cgroup's threads (``run_ns``, ``delay_ns``)."""
 
 
 # -- a workload's cgroup: making one, moving processes in, removing it -----------------------
@@ -93,25 +116,37 @@ class Reading:
 
 
 def create_cgroup(
-    name: str, *, memory_limit: int | None = None, root: Path = Path("/sys/fs/cgroup")
+    name: str,
+    *,
+    memory_limit: int | None = None,
+    cpu_limit: float | None = None,
+    root: Path = Path("/sys/fs/cgroup"),
 ) -> Cgroup:
-    """Make the cgroup in every hierarchy that takes it (v2; v1 memory and cpuacct on hybrid
-    hosts), with an optional memory limit in bytes."""
+    """Make the cgroup in every hierarchy that takes it (v2; v1 memory, cpuacct, cpu and blkio
+    on hybrid hosts), with an optional memory limit in bytes and CPU quota in cores."""
     name = name.strip("/")
     pure_v2 = (root / "cgroup.controllers").exists()
+    period = 100_000  # µs: the kernel's default CFS period
     try:
         if pure_v2:
             (root / name).mkdir(parents=True, exist_ok=True)
             if memory_limit is not None:
                 (root / name / "memory.max").write_text(str(int(memory_limit)))
+            if cpu_limit is not None:
+                (root / name / "cpu.max").write_text(f"{round(cpu_limit * period)} {period}")
         else:
             (root / "unified" / name).mkdir(parents=True, exist_ok=True)
-            for hierarchy in ("memory", "cpuacct"):
+            for hierarchy in ("memory", "cpuacct", "cpu", "blkio"):
                 if (root / hierarchy).is_dir():
                     (root / hierarchy / name).mkdir(parents=True, exist_ok=True)
             if memory_limit is not None:
                 (root / "memory" / name / "memory.limit_in_bytes").write_text(
                     str(int(memory_limit))
+                )
+            if cpu_limit is not None:
+                (root / "cpu" / name / "cpu.cfs_period_us").write_text(str(period))
+                (root / "cpu" / name / "cpu.cfs_quota_us").write_text(
+                    str(round(cpu_limit * period))
                 )
     except OSError as exc:
         raise SourceError(f"cannot create cgroup {name!r}: {exc.strerror or exc}") from exc
@@ -142,10 +177,14 @@ def remove_cgroup(group: Cgroup) -> None:
 
 @contextmanager
 def temporary_cgroup(
-    name: str, *, memory_limit: int | None = None, root: Path = Path("/sys/fs/cgroup")
+    name: str,
+    *,
+    memory_limit: int | None = None,
+    cpu_limit: float | None = None,
+    root: Path = Path("/sys/fs/cgroup"),
 ) -> Iterator[Cgroup]:
     """A cgroup for the duration of a block (created, then removed)."""
-    group = create_cgroup(name, memory_limit=memory_limit, root=root)
+    group = create_cgroup(name, memory_limit=memory_limit, cpu_limit=cpu_limit, root=root)
     try:
         yield group
     finally:
@@ -213,20 +252,32 @@ class LinuxCounters:
         if refault is not None:
             values["vm.refault"] = refault
         meminfo = _optional(read_meminfo, self.proc) or {}
-        if "MemTotal" in meminfo:
-            values["mem.total"] = meminfo["MemTotal"]
-        if "MemAvailable" in meminfo:
-            values["mem.available"] = meminfo["MemAvailable"]
+        for key, name in _MEMINFO.items():
+            if key in meminfo:
+                values[name] = meminfo[key]
+        for resource, totals in read_pressure(self.proc).items():
+            if "some" in totals:
+                values[f"psi.{resource}_usec"] = totals["some"]
+        if stat is not None:
+            values["cpu.count"] = float(stat.ncpu)
         pids: dict[int, dict[str, float]] = {}
+        tasks: dict[int, dict[str, float]] = {}
         if self.cgroup is not None:
-            values.update(self._cgroup(values.get("mem.total")))
+            values.update(self._cgroup(values.get("mem.total"), values.get("cpu.count")))
             pids = self._pid_io()
-        return Reading(time.monotonic(), datetime.now(UTC), values, pids)
+            tasks = read_task_schedstat(self.cgroup.threads(), self.proc)
+        return Reading(time.monotonic(), datetime.now(UTC), values, pids, tasks)
 
-    def _cgroup(self, mem_total: float | None) -> dict[str, float]:
+    def _cgroup(self, mem_total: float | None, ncpu: float | None) -> dict[str, float]:
         assert self.cgroup is not None
         got = read_cgroup_counters(self.cgroup, self._device_number)
         out: dict[str, float] = {}
+        for name in _CGROUP_CUMULATIVE + _CGROUP_LEVELS:
+            value = getattr(got, name)
+            if value is not None:
+                out[f"cg.{name}"] = value
+        if got.cpu_limit is not None:  # no quota: the CPUs online
+            out["cg.cpu.limit"] = got.cpu_limit if ncpu is None else min(got.cpu_limit, ncpu)
         if got.user_usec is not None:
             out["cg.user_usec"] = got.user_usec
             out["cg.system_usec"] = got.system_usec or 0.0
@@ -281,8 +332,11 @@ class LinuxCounters:
         put("disk.inflight", delta("disk.weighted_ms"), 1e-3)
         put("mem.refault", delta("vm.refault"))
         put("mem.majfault", delta("vm.pgmajfault"))
-        if "mem.available" in b:
-            out["mem.available"] = b["mem.available"]
+        for resource in ("cpu", "memory", "io"):
+            put(f"psi.{resource}", delta(f"psi.{resource}_usec"), 1e-6)
+        for name in ("mem.available", *_MEMINFO.values()):
+            if name in b:
+                out[name] = b[name]
         put("cg.cpu.user", delta("cg.user_usec"), 1e-6)
         put("cg.cpu.system", delta("cg.system_usec"), 1e-6)
         put("cg.psi.io", delta("cg.psi_io_usec"), 1e-6)
@@ -293,8 +347,21 @@ class LinuxCounters:
         if "cg.mem.limit" in b:
             out["cg.mem.limit"] = b["cg.mem.limit"]
         put("cg.mem.refault", delta("cg.refault"))
+        put("cg.psi.cpu", delta("cg.cpu_some_usec"), 1e-6)
+        put("cg.psi.memory", delta("cg.memory_some_usec"), 1e-6)
+        put("cg.cpu.throttled", delta("cg.throttled_usec"), 1e-6)
+        put("cg.mem.majfault", delta("cg.mem_majfault"))
+        put("cg.mem.limit_hits", delta("cg.mem_limit_hits"))
+        for name in _CGROUP_LEVELS:
+            if f"cg.{name}" in b:
+                out["cg." + name.replace("_", ".", 1)] = b[f"cg.{name}"]
+        if "cg.cpu.limit" in b:
+            out["cg.cpu.limit"] = b["cg.cpu.limit"]
         if self.cgroup is not None:
-            out.update(_pid_rates(before.pids, after.pids, dt, "cg.io.read_bytes" not in out))
+            out.update(_pid_rates(before.pids, after.pids, dt, out))
+            runnable = runnable_growth(before.tasks, after.tasks, dt)
+            if runnable is not None:
+                out["cg.cpu.wait"], out["cg.cpu.runnable"] = runnable
         return out
 
     def sample(self) -> list[dict[str, Any]]:
@@ -324,6 +391,24 @@ class LinuxCounters:
         return pd.DataFrame(rows, columns=["time", "entity", "counter", "value"])
 
 
+# /proc/meminfo levels kept (bytes) under the model's names
+_MEMINFO = {
+    "MemTotal": "mem.total",
+    "MemAvailable": "mem.available",
+    "Dirty": "mem.dirty",
+    "Writeback": "mem.writeback",
+}
+# CgroupCounters fields: cumulative ones become rates, levels are kept as they are
+_CGROUP_CUMULATIVE = (
+    "cpu_some_usec",
+    "memory_some_usec",
+    "throttled_usec",
+    "mem_majfault",
+    "mem_limit_hits",
+)
+_CGROUP_LEVELS = ("mem_current", "mem_file", "mem_dirty", "mem_writeback")
+
+
 def _optional(read: Callable[[Path], _T], proc: Path) -> _T | None:
     """A machine-wide file that cannot be read gives no counters, not an error."""
     try:
@@ -347,11 +432,13 @@ def _pid_rates(
     before: Mapping[int, Mapping[str, float]],
     after: Mapping[int, Mapping[str, float]],
     dt: float,
-    with_io: bool,
+    have: Mapping[str, float],
 ) -> dict[str, float]:
-    """Σ over the cgroup's processes of /proc/<pid>/io deltas (new processes count from 0)."""
+    """Σ over the cgroup's processes of /proc/<pid>/io deltas (new processes count from 0);
+    their bytes read and written stand for the cgroup's device I/O absent from ``have``."""
     keys = {key: f"cg.app.{name}" for key, name in IO_SYSCALLS.items()}
-    if with_io:
-        keys |= {"read_bytes": "cg.io.read_bytes", "write_bytes": "cg.io.write_bytes"}
+    for key in ("read_bytes", "write_bytes"):
+        if f"cg.io.{key}" not in have:
+            keys[key] = f"cg.io.{key}"
     growth = io_growth(before, after, keys)
     return {keys[key]: total / dt for key, total in growth.items()}

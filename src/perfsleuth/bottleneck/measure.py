@@ -1,46 +1,54 @@
 """``perfsleuth calibrate``: measure this machine's maxima and fit a calibration profile.
 
 "Calibration is carried out while the system is otherwise idle" (Blake & Breese §3.1): the
-machine's CPU is sampled first and a busy machine is refused (``force`` overrides, and the
-profile records how busy it was). Then fio (or the built-in O_DIRECT generator) runs each
-request kind — random and sequential, reads and writes, direct — at several sizes and depths,
-plus buffered sequential reads and writes whose block-device counts give the read-ahead and
-write-back request sizes; :func:`~perfsleuth.bottleneck.kernels.calibration.fit_profile` fits the
-regressions.
+machine's CPU is sampled first. A shared host is rarely idle, so a busy one is not refused: the
+calibration warns, records how busy the machine was, and the profile carries an error scale of
+1 + the busy share (:data:`~perfsleuth.bottleneck.kernels.calibration.ERROR_SCALE`): the
+inference widens the error model by it, since other work only ever lowers what a run achieves.
+:func:`from_fio` reads fio's JSON results a user already has instead of running anything.
+
+Otherwise fio (or the built-in O_DIRECT generator) runs each request kind — random and
+sequential, reads and writes, direct — at several sizes and depths, plus buffered sequential
+reads and writes whose block-device counts give the read-ahead and write-back request sizes;
+:func:`~perfsleuth.bottleneck.kernels.calibration.fit_profile` fits the regressions.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from perfsleuth.bottleneck.kernels.calibration import Measurement, Profile, fit_profile
+from perfsleuth.bottleneck.kernels.calibration import (
+    ERROR_SCALE,
+    Measurement,
+    Profile,
+    fit_profile,
+)
 from perfsleuth.bottleneck.kernels.model import Model
 from perfsleuth.bottleneck.linux import LinuxCounters
 from perfsleuth.bottleneck.workloads import Job, builtin_io, fio_path, fio_version, run_job
-from perfsleuth.errors import PerfsleuthError, SourceError
+from perfsleuth.errors import DataError, SourceError
 from perfsleuth.sources.procfs import PAGE, block_device_of, read_meminfo, read_stat
 
 __all__ = [
-    "BusyMachineError",
     "Plan",
     "calibrate",
     "contradictions",
+    "from_fio",
     "machine_busy",
     "machine_facts",
 ]
 
 log = logging.getLogger(__name__)
-
-
-class BusyMachineError(PerfsleuthError, RuntimeError):
-    """The machine is too busy to calibrate on (pass force to calibrate anyway)."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +156,6 @@ def calibrate(
     *,
     path: str | Path = "/var/tmp/perfsleuth-calibrate.bin",
     plan: Plan | None = None,
-    force: bool = False,
     max_busy: float = 0.2,
     use_fio: bool | None = None,
     progress: Callable[[str], None] | None = None,
@@ -156,17 +163,21 @@ def calibrate(
 ) -> Profile:
     """Measure and fit a profile for ``model`` on this machine.
 
-    Raises :class:`BusyMachineError` when more than ``max_busy`` of the CPU is in use (unless
-    ``force``), :class:`SourceError` when the file system refuses O_DIRECT.
+    When more than ``max_busy`` of the CPU is in use, a warning is logged and given to
+    ``progress``, and the profile's error scale widens the inference's uncertainty. Raises
+    :class:`SourceError` when the file system refuses O_DIRECT.
     """
     chosen = plan or Plan()
     say = progress or (lambda _: None)
     busy = machine_busy(1.0)
-    if busy > max_busy and not force:
-        raise BusyMachineError(
-            f"the machine is {busy:.0%} busy (more than {max_busy:.0%}): calibration would "
-            "measure what other work leaves, not the machine; stop it or pass --force"
+    if busy > max_busy:
+        warning = (
+            f"warning: the machine is {busy:.0%} busy (more than {max_busy:.0%}): the runs "
+            f"measure what other work leaves; the profile widens the model's errors by "
+            f"{1 + busy:.2f}x"
         )
+        log.warning("%s", warning)
+        say(warning)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     device = block_device_of(target.parent)
@@ -228,10 +239,97 @@ def calibrate(
         "device": device,
         "file": str(target),
         "busy_at_start": f"{busy:.3f}",
-        "forced": "yes" if force and busy > max_busy else "no",
     }
+    if busy > max_busy:
+        info[ERROR_SCALE] = f"{1 + busy:.3f}"
     profile = fit_profile(model, measurements, machine=machine_facts(), info=info)
     return profile
+
+
+_FIO_KINDS = {"read": "read", "write": "write", "randread": "randread", "randwrite": "randwrite"}
+_FIO_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?$", re.IGNORECASE)
+
+
+def _fio_size(text: str) -> float | None:
+    """fio's block size (``4k``, ``1M``, ``65536``; powers of 1024, its default ``kb_base``);
+    None for a range or a split read/write size."""
+    match = _FIO_SIZE.match(text.strip())
+    if match is None:
+        return None
+    power = "kmgt".find(match[2].lower()) + 1 if match[2] else 0
+    return float(match[1]) * 1024.0**power
+
+
+def from_fio(directory: str | Path) -> tuple[list[Measurement], list[str]]:
+    """Device runs from fio's JSON results (``fio --output-format=json``) in ``directory``,
+    and a note for each job left out.
+
+    A job is a run when it did one kind of direct I/O (``rw`` read, write, randread or
+    randwrite; ``direct=1``) at one block size; jobs of one name in a file (``numjobs``
+    without ``group_reporting``) are one run, their rates summed and their depths added.
+    Buffered and mixed jobs are left out: their device request sizes are not in fio's output.
+
+    Raises
+    ------
+    DataError
+        ``directory`` holds no ``.json`` file, or a file is not fio's JSON (named, with the
+        key that is missing).
+    """
+    root = Path(directory)
+    files = sorted(root.glob("*.json")) if root.is_dir() else []
+    if not files:
+        raise DataError(f"{root}: no fio JSON results (*.json) here")
+    runs: list[Measurement] = []
+    skipped: list[str] = []
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:  # fio may print warnings before the JSON
+            document = json.loads(text[text.index("{") :])
+            jobs = document["jobs"]
+        except (ValueError, KeyError, TypeError):
+            raise DataError(f"{path}: not fio's JSON output (no 'jobs')") from None
+        defaults = document.get("global options", {})
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for job in jobs:
+            grouped.setdefault(str(job.get("jobname", "")), []).append(job)
+        for name, same in grouped.items():
+            run = _fio_run(path, name, same, defaults)
+            if isinstance(run, str):
+                skipped.append(run)
+            else:
+                runs.append(run)
+    return runs, skipped
+
+
+def _fio_run(
+    path: Path, name: str, jobs: Sequence[dict[str, Any]], defaults: dict[str, Any]
+) -> Measurement | str:
+    """One fio job (its entries in one file) as a device run, or why it is left out."""
+    options = {**defaults, **jobs[0].get("job options", {})}
+    where = f"{path.name}: job {name!r}"
+    kind = _FIO_KINDS.get(str(options.get("rw", options.get("readwrite", "read"))))
+    if kind is None:
+        return f"{where}: mixed or trim I/O left out"
+    if str(options.get("direct", "0")) != "1":
+        return f"{where}: buffered I/O left out (needs direct=1)"
+    size = _fio_size(str(options.get("bs", options.get("blocksize", "4k"))))
+    if size is None or size <= 0:
+        return f"{where}: block size {options.get('bs')!r} is a range; left out"
+    side = "read" if "read" in kind else "write"
+    try:
+        iops = sum(float(j[side]["iops"]) for j in jobs)
+        bw = sum(float(j[side]["bw_bytes"]) for j in jobs)
+        usr = sum(float(j["usr_cpu"]) for j in jobs) / 100
+        sys = sum(float(j["sys_cpu"]) for j in jobs) / 100
+        seconds = max(float(j[side]["runtime"]) for j in jobs) / 1000
+        numjobs = int(options.get("numjobs", 1)) if len(jobs) == 1 else len(jobs)
+        depth = float(options.get("iodepth", 1)) * max(numjobs, 1)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"{where}: not fio's JSON output (missing or bad {exc})") from None
+    if not (iops > 0 and seconds > 0 and math.isfinite(depth) and depth > 0):
+        return f"{where}: no {side}s done; left out"
+    engine = str(options.get("ioengine", "psync"))
+    return Measurement(kind, size, depth, True, iops, bw, usr, sys, seconds, engine=engine)
 
 
 def contradictions(runs: Sequence[Measurement], tolerance: float = 0.1) -> list[Measurement]:

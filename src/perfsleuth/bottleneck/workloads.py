@@ -35,6 +35,9 @@ __all__ = ["Job", "JobResult", "builtin_io", "fio_path", "fio_version", "run_job
 log = logging.getLogger(__name__)
 
 
+_SYNCHRONOUS = ("psync", "sync", "mmap")
+
+
 def fio_path() -> str | None:
     return shutil.which("fio")
 
@@ -53,10 +56,12 @@ class Job:
 
     ``kind`` is fio's ``rw`` (read, write, randread, randwrite) or ``cpu`` (a CPU burner:
     ``threads`` busy loops at ``cpu_load`` percent); ``depth`` is requests in flight: with
-    ``engine="libaio"`` one thread's queue depth, with ``psync`` the number of threads.
-    ``rate_iops`` caps the rate (0 = as fast as it goes). ``extent`` limits random offsets to
-    the first bytes of the file; ``random_map=False`` lets random requests repeat (needed for
-    cache re-use), as real workloads do.
+    ``engine="libaio"`` one thread's queue depth, with a synchronous engine (``psync``, or
+    ``mmap``: the file mapped and copied from, so reads are page faults) the number of
+    threads. ``rate_iops`` caps the rate (0 = as fast as it goes). ``extent`` limits random
+    offsets to the first bytes of the file; ``random_map=False`` lets random requests repeat
+    (needed for cache re-use), as real workloads do. ``invalidate=False`` keeps what the page
+    cache holds of the file when the job starts (cached reads).
     """
 
     kind: str
@@ -72,6 +77,16 @@ class Job:
     threads: int = 1
     random_map: bool = True
     fsync_end: bool = False
+    invalidate: bool = True
+    fsync_every: int = 0
+    """Buffered writes: fsync after this many requests (0: never)."""
+
+    @property
+    def threads_used(self) -> int:
+        """fio threads the job runs (synchronous engines: one per request in flight)."""
+        if self.kind == "cpu":
+            return self.threads
+        return self.depth if self.engine in _SYNCHRONOUS else 1
 
     def command(self, fio: str, seconds: float) -> list[str]:
         args = [
@@ -98,9 +113,9 @@ class Job:
             f"--bs={self.size}",
             f"--direct={int(self.direct)}",
             f"--ioengine={self.engine}",
-            "--invalidate=1",
+            f"--invalidate={int(self.invalidate)}",
         ]
-        if self.engine == "psync":
+        if self.engine in _SYNCHRONOUS:
             args.append(f"--numjobs={self.depth}")
         else:
             args += [f"--iodepth={self.depth}", "--numjobs=1"]
@@ -112,6 +127,8 @@ class Job:
             args.append(f"--rate_iops={max(1, self.rate_iops // max(1, self.depth))}")
         if self.fsync_end:
             args.append("--end_fsync=1")
+        if self.fsync_every > 0:
+            args.append(f"--fsync={self.fsync_every}")
         return args
 
 
@@ -142,7 +159,7 @@ def _parse_fio(text: str, job: Job) -> tuple[float, float, float, float, float, 
         raise SourceError(f"fio printed no JSON: {text[:300]!r}")
     data = json.loads(text[start:])
     entry = data["jobs"][0]
-    threads = job.depth if (job.engine == "psync" and job.kind != "cpu") else job.threads
+    threads = job.threads_used
     # with group_reporting, fio sums run times over threads and averages CPU percentages
     seconds = float(entry.get("job_runtime", 0)) / 1000.0 / threads
     usr = float(entry.get("usr_cpu", 0.0)) / 100.0

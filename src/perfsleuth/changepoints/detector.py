@@ -4,18 +4,22 @@ Each (entity, metric) series of a metric frame is searched with
 :func:`perfsleuth.changepoints.kernels.search.find_change_points`. A finding starts and ends at
 the first observation of the new segment, and says in the metric's own units how the mean moved.
 
-Severity rule (effect size first, then strength of evidence):
+Which points are reported is the search's job (:func:`~perfsleuth.changepoints.kernels.search.
+find_change_points`): significant, large enough to matter (``min_effect`` noise standard
+deviations and ``min_relative_change`` of the level) and worth their cost (``penalty``). Each
+series' findings come largest effect first; ``top`` keeps the largest few.
 
-* ``INFO`` — the mean moved by less than ``warn_relative_change`` (default 10%): statistically
-  real, operationally minor (long series detect tiny shifts);
-* ``ERROR`` — it moved by at least ``error_relative_change`` (default 50%) *and* the evidence is
-  strong (p ≤ 0.001; with ``method="paper"``, which has no p-value, T − 1 at least twice the
-  critical T − 1);
+Severity follows the effect, then the strength of evidence:
+
+* ``INFO`` — the mean moved by less than ``warn_relative_change`` (default 10%) or by less than
+  one noise standard deviation: real, operationally minor;
+* ``ERROR`` — it moved by at least ``error_relative_change`` (default 50%) and two noise
+  standard deviations, *and* the evidence is strong (p ≤ 0.001; with ``method="paper"``, which
+  has no p-value, T − 1 at least twice the critical T − 1);
 * ``WARNING`` — everything else.
 
 The relative change is ``(after − before) / |before|``; from a zero mean it is infinite (a large
-change). Change points smaller than ``min_relative_change`` are not reported at all (default 0:
-report every significant change).
+change).
 """
 
 from __future__ import annotations
@@ -33,7 +37,14 @@ from pydantic import Field, model_validator
 from pydantic.dataclasses import dataclass
 
 from perfsleuth.analysis import PARAMS, DetectorMixin, Summary
-from perfsleuth.changepoints.kernels.search import ChangePoint, ChangePoints, find_change_points
+from perfsleuth.changepoints.kernels.search import (
+    DEFAULT_MIN_EFFECT,
+    DEFAULT_MIN_RELATIVE_CHANGE,
+    DEFAULT_PENALTY,
+    ChangePoint,
+    ChangePoints,
+    find_change_points,
+)
 from perfsleuth.findings import Evidence, Finding, Kind, Severity
 from perfsleuth.frames import coverage_of, normalise
 from perfsleuth.units import format_quantity
@@ -44,6 +55,8 @@ CHECK = "changepoint"
 """What findings of this family record as their ``detector``."""
 
 _STRONG_P = 0.001
+_WARN_EFFECT = 1.0  # noise standard deviations below which a change is INFO
+_ERROR_EFFECT = 2.0  # ... and at least which an ERROR needs
 
 
 @dataclass_std(frozen=True, slots=True, eq=False)
@@ -68,9 +81,9 @@ class ChangePointAnalysis:
 
     @property
     def changed(self) -> tuple[SeriesChanges, ...]:
-        """The series with at least one change point, most change points first."""
+        """The series with at least one change point, the largest effect first."""
         found = [s for s in self.series if s.result.indices]
-        return tuple(sorted(found, key=lambda s: -len(s.result.indices)))
+        return tuple(sorted(found, key=lambda s: -s.result.ranked()[0].effect))
 
     def summary(self) -> Summary:
         """How many series changed, and each change point in a line."""
@@ -96,20 +109,27 @@ class ChangePointDetector(DetectorMixin):
     alpha
         False-positive rate per series (spent over the recursion by segment length).
     min_size
-        Fewest observations on either side of a change point.
+        Fewest observations on either side of a change point (default: 5, a quarter of a
+        series shorter than 20).
     method
         Significance test: ``"fpa"`` (default), ``"paper"`` (the paper's α = .05 curve, every
         recursion level tested at α, as in the paper), ``"f"`` (F distribution; far too
         liberal, for comparison).
     robust
-        Clip outliers and remove a detected cycle and a significant trend before searching
-        (:mod:`perfsleuth.stats.robust`); ``False`` searches the raw values, as the paper.
+        The default search: seeded candidates judged between their neighbours, cycle, trend
+        and skewness handled, spikes kept as data; ``False`` searches the raw values, as the
+        paper.
     min_effect
         Effect-size floor in noise standard deviations: smaller shifts are dropped, however
         significant (long series make tiny shifts significant).
     min_relative_change
-        Effect-size floor: change points whose mean moved by less than this fraction are not
-        reported.
+        Effect-size floor: a shift must also be at least this fraction of the larger level
+        (0 turns it off, e.g. for temperatures, whose zero is arbitrary).
+    penalty
+        Parsimony: a change point must explain ``penalty · ln n`` long-run noise variances
+        (more when it cuts off a short segment); 0 turns it off.
+    top
+        Report at most this many change points per series, the largest effects (None: all).
     warn_relative_change, error_relative_change
         Severity thresholds on the relative change (see the module docstring).
     """
@@ -118,11 +138,13 @@ class ChangePointDetector(DetectorMixin):
     contract: ClassVar[str] = "metric"
 
     alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
-    min_size: int = Field(default=5, ge=1)
+    min_size: int | None = Field(default=None, ge=1)
     method: Literal["fpa", "paper", "f"] = "fpa"
     robust: bool = True
-    min_effect: float = Field(default=0.5, ge=0.0)
-    min_relative_change: float = Field(default=0.0, ge=0.0)
+    min_effect: float = Field(default=DEFAULT_MIN_EFFECT, ge=0.0)
+    min_relative_change: float = Field(default=DEFAULT_MIN_RELATIVE_CHANGE, ge=0.0)
+    penalty: float = Field(default=DEFAULT_PENALTY, ge=0.0)
+    top: int | None = Field(default=None, ge=1)
     warn_relative_change: float = Field(default=0.10, ge=0.0)
     error_relative_change: float = Field(default=0.50, ge=0.0)
 
@@ -166,16 +188,17 @@ class ChangePointDetector(DetectorMixin):
             alpha_spending="none" if self.method == "paper" else "length",
             robust=self.robust,
             min_effect=self.min_effect,
+            min_relative_change=self.min_relative_change,
+            penalty=self.penalty,
         )
 
     def _findings(self, series: SeriesChanges) -> list[Finding]:
         entity, metric, unit, times = series.entity, series.metric, series.unit, series.times
         out = []
-        for point in series.result.points:
+        ranked = series.result.ranked()[: self.top]  # largest effect first
+        for point in ranked:
             before, after = point.mean_before[0], point.mean_after[0]
             change = _relative_change(before, after)
-            if abs(change) < self.min_relative_change:
-                continue
             when: datetime = times.iat[point.index].to_pydatetime()
             out.append(
                 Finding(
@@ -186,7 +209,7 @@ class ChangePointDetector(DetectorMixin):
                     end=when,
                     severity=self._severity(change, point),
                     explanation=_explain(entity, metric, before, after, change, unit, when, point),
-                    evidence=_evidence(point, change, unit),
+                    evidence=_evidence(point, change, unit, _spikes_near(series.result, point)),
                     detector=CHECK,
                 )
             )
@@ -194,13 +217,14 @@ class ChangePointDetector(DetectorMixin):
 
     def _severity(self, change: float, point: ChangePoint) -> Severity:
         size = abs(change)
-        if size < self.warn_relative_change:
+        effect = point.effect if math.isfinite(point.effect) else math.inf
+        if size < self.warn_relative_change or effect < _WARN_EFFECT:
             return Severity.INFO
         if math.isnan(point.p_value):
             strong = point.statistic - 1.0 >= 2.0 * (point.critical_value - 1.0)
         else:
             strong = point.p_value <= _STRONG_P
-        if size >= self.error_relative_change and strong:
+        if size >= self.error_relative_change and effect >= _ERROR_EFFECT and strong:
             return Severity.ERROR
         return Severity.WARNING
 
@@ -253,7 +277,15 @@ def _explain(
     )
 
 
-def _evidence(point: ChangePoint, change: float, unit: str) -> tuple[Evidence, ...]:
+def _spikes_near(result: ChangePoints, point: ChangePoint) -> int:
+    """Spikes in the two segments either side of ``point`` (kept in the data, not clipped)."""
+    bounds = [0, *result.indices, result.n]
+    i = result.indices.index(point.index)
+    lo, hi = bounds[i], bounds[i + 2]
+    return sum(lo <= s < hi for s in result.spikes)
+
+
+def _evidence(point: ChangePoint, change: float, unit: str, spikes: int) -> tuple[Evidence, ...]:
     return (
         Evidence("index", point.index),
         Evidence("mean_before", point.mean_before[0], unit),
@@ -271,4 +303,6 @@ def _evidence(point: ChangePoint, change: float, unit: str) -> tuple[Evidence, .
         Evidence("phi_residual", point.phi_residual),
         Evidence("level", point.level),
         Evidence("segment_length", point.stop - point.start, "count"),
+        Evidence("strength", point.strength),
+        Evidence("spikes_nearby", spikes, "count"),
     )

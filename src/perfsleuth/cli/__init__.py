@@ -21,12 +21,14 @@ is, 2 for usage, configuration and data errors. Heavy libraries are imported ins
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from perfsleuth.bottleneck.cli import bottleneck_app, calibrate_command, verify_command
 from perfsleuth.changepoints.cli import changepoints_command
@@ -48,8 +50,41 @@ from perfsleuth.workload.cli import workload_command
 
 __all__ = ["app", "main"]
 
+# global option → how it is written before a command (the example of the hint)
+_GLOBAL_OPTIONS = {
+    "--format": "--format json",
+    "--fail-on": "--fail-on warning",
+    "--verbose": "-v",
+    "-v": "-v",
+    "--quiet": "-q",
+    "-q": "-q",
+}
+
+
+class _Grammar(TyperGroup):
+    """The app's group: a global option given after the command is told where it goes."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            name = getattr(exc, "option_name", None)
+            if name in _GLOBAL_OPTIONS:
+                # Click's "No such option: --format (Possible options: --report)" points at
+                # the wrong option; its message and suggestions are what it prints.
+                path = getattr(getattr(exc, "ctx", None), "command_path", "perfsleuth COMMAND")
+                command = path.partition(" ")[2] or "COMMAND"
+                vars(exc).update(
+                    message=f"{name} is a global option: give it before the command, as in "
+                    f"perfsleuth {_GLOBAL_OPTIONS[name]} {command} ...",
+                    possibilities=None,
+                )
+            raise
+
+
 app = typer.Typer(
     name="perfsleuth",
+    cls=_Grammar,
     help="Automated performance diagnosis: when did performance change, why, and what to fix.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -75,6 +110,15 @@ app.command("verify")(verify_command)
 app.command("collect")(collect_command)
 app.command("import")(import_command)
 app.add_typer(config_app, name="config")
+
+
+class _Printable(logging.Formatter):
+    """Log lines with control characters escaped: messages quote data (names, paths, lines)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from perfsleuth.report.console import printable
+
+        return printable(super().format(record))
 
 
 def _version(value: bool) -> None:
@@ -104,21 +148,30 @@ def _global(
     level = (
         logging.ERROR if quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
     )
-    logging.basicConfig(
-        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Printable("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     ctx.obj = Options(format=fmt, fail_on=fail_on)
+
+
+@functools.cache
+def _command() -> Any:
+    """The app as a Click command, built once: Typer would rebuild it from every function's
+    signature on each call (half a second on a busy machine), and tests call main often."""
+    return typer.main.get_command(app)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``perfsleuth`` console script; always exits via ``SystemExit``."""
     try:
         # Standalone mode: Typer handles --help and usage errors (exit 2) itself.
-        app(args=list(argv) if argv is not None else None, prog_name="perfsleuth")
+        _command().main(args=list(argv) if argv is not None else None, prog_name="perfsleuth")
     except FindingsAtOrAbove:
         sys.exit(1)
     except PerfsleuthError as exc:
-        typer.echo(f"perfsleuth: error: {exc}", err=True)
+        from perfsleuth.report.console import printable  # data may carry escape sequences
+
+        typer.echo(f"perfsleuth: error: {printable(str(exc))}", err=True)
         sys.exit(2)
 
 

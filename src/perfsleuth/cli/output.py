@@ -106,8 +106,11 @@ def time_option(text: str | None, option: str) -> datetime | None:
 
 
 def note(message: str) -> None:
-    """Human-oriented messages go to stderr so stdout stays machine-readable."""
-    typer.echo(message, err=True)
+    """Human-oriented messages go to stderr so stdout stays machine-readable; control
+    characters from data (a process name's escape sequence) are shown, not obeyed."""
+    from perfsleuth.report.console import printable
+
+    typer.echo(printable(message), err=True)
 
 
 def emit(ctx: typer.Context, findings: Sequence[Finding], *, title: str | None = None) -> None:
@@ -144,6 +147,10 @@ def execute(plan: Plan, *, now: datetime | None = None, quiet: bool = False) -> 
         note(f"report:   {result.report}")
     if result.jsonl is not None:
         note(f"findings: {result.jsonl}")
+        note(f"incidents: {result.jsonl.with_name('incidents.json')}")
+    for number, incident in enumerate(result.incidents, 1):
+        if len({link.step for link in incident.chain if not link.missing}) > 1:
+            note(f"incident {number} ({', '.join(incident.entities)}): {incident.title}")
     if plan.outputs.store is not None:
         note(f"store:    {plan.outputs.store} (run {result.run_id})")
     return result

@@ -11,6 +11,17 @@ from typing import Annotated
 
 import typer
 
+from perfsleuth.cli.inputs import (
+    DisorderOption,
+    DuplicatesOption,
+    Messy,
+    MissingOption,
+    SinceOption,
+    TimeUnitOption,
+    TzOption,
+    UntilOption,
+    source_spec,
+)
 from perfsleuth.cli.output import (
     FailOn,
     FindingsAtOrAbove,
@@ -115,7 +126,7 @@ def watch_command(
     raised. When a source fails, watch backs off (doubling up to [watch] backoff_max), says
     so on stderr, and resumes when it answers. Alerts are printed on stdout as they are raised
     and cleared. With --checks, exits 1 when an alert raised during the run is at or above
-    --fail-on.
+    --fail-on, and 2 when every check failed.
     """
     import json
     import signal
@@ -137,7 +148,9 @@ def watch_command(
 
     def show(event: AlertEvent) -> None:
         if options.format is Format.table:
-            typer.echo(event.line())
+            from perfsleuth.report.console import printable
+
+            typer.echo(printable(event.line()))
         else:
             typer.echo(json.dumps(event.to_dict()))
 
@@ -172,6 +185,13 @@ def watch_command(
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
+    if watcher.failures and not watcher.answered:
+        from perfsleuth.errors import SourceError
+
+        raise SourceError(
+            f"watch: all {watcher.failures} check(s) failed, the sources never answered; "
+            f"last failure: {watcher.last_error}"
+        )
     if options.fail_on is not FailOn.none:
         from perfsleuth.findings import Severity
 
@@ -189,7 +209,9 @@ class Contract(StrEnum):
 
 def detect_command(
     ctx: typer.Context,
-    files: Annotated[list[Path], typer.Argument(help="CSV or Parquet files.", show_default=False)],
+    files: Annotated[
+        list[Path], typer.Argument(help="CSV or Parquet files (- for stdin).", show_default=False)
+    ],
     contract: Annotated[Contract, typer.Option(help="Frame contract the files hold.")] = (
         Contract.metric
     ),
@@ -203,15 +225,25 @@ def detect_command(
     ] = None,
     store: StoreOption = None,
     report: ReportOption = None,
+    missing: MissingOption = None,
+    disorder: DisorderOption = None,
+    duplicates: DuplicatesOption = None,
+    time_unit: TimeUnitOption = None,
+    tz: TzOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
 ) -> None:
     """Validate FILES (one frame contract), run every family that reads it, print findings."""
     from perfsleuth.families import FAMILIES, create
     from perfsleuth.run import Input, Outputs, Plan, Step
-    from perfsleuth.sources.specs import FileSource
 
     chosen = family or [f.name for f in FAMILIES if f.contract == contract.value]
     detectors = [create(name, source="--family") for name in chosen]
-    sources = tuple(FileSource(path=path, contract=contract.value) for path in files)
+    messy = Messy(missing, disorder, duplicates, time_unit, tz, since, until)
+    sources = tuple(
+        source_spec({"kind": "file", "path": path, "contract": contract.value}, messy)
+        for path in files
+    )
     plan = Plan(
         (Input(contract.value, contract.value, sources),),
         tuple(Step(d, contract.value) for d in detectors),
@@ -235,10 +267,14 @@ def report_command(
     ] = None,
 ) -> None:
     """Write the HTML report of stored findings (or of a findings.jsonl file)."""
-    from perfsleuth.errors import SourceError
+    from perfsleuth.errors import ConfigError, SourceError
     from perfsleuth.findings import read_jsonl
     from perfsleuth.report import write_html
+    from perfsleuth.run import same_file
 
+    read = ("findings file", findings_file) if findings_file is not None else ("store", store)
+    if same_file(out, read[1]):
+        raise ConfigError(f"{out}: the report would overwrite its {read[0]}; choose another -o")
     if findings_file is not None:
         try:
             text = findings_file.read_text(encoding="utf-8")

@@ -9,6 +9,17 @@ from typing import Annotated
 
 import typer
 
+from perfsleuth.cli.inputs import (
+    DisorderOption,
+    DuplicatesOption,
+    Messy,
+    MissingOption,
+    SinceOption,
+    TzOption,
+    UntilOption,
+    source_spec,
+)
+
 __all__ = ["ImportFormat", "collect_command", "import_command"]
 
 
@@ -44,11 +55,15 @@ def collect_command(
     commits: Annotated[
         bool, typer.Option("--commits", help="Print one JSON line per committed batch on stdout.")
     ] = False,
+    compact: Annotated[
+        str, typer.Option(help="How often to fold batches into the store, when free.")
+    ] = "5m",
 ) -> None:
     """Sample this machine's processes (CPU, memory, I/O) and OS counters into the store.
 
     Runs until stopped (SIGTERM, Ctrl-C), --seconds or --samples. With --cgroup, a workload's
-    counters are sampled too, as `perfsleuth bottleneck infer STORE` needs them.
+    counters are sampled too, as `perfsleuth bottleneck infer STORE` needs them. Other
+    commands read the store meanwhile (batches wait beside it, in STORE.segments/).
     """
     import json
     import signal
@@ -62,6 +77,7 @@ def collect_command(
 
     every = _seconds(interval, "--interval")
     until = None if seconds is None else _seconds(seconds, "--seconds")
+    folding = _seconds(compact, "--compact")
     try:
         keep = None if keep_raw is None else parse_duration(keep_raw)
     except ValueError as exc:
@@ -84,22 +100,28 @@ def collect_command(
             typer.echo(json.dumps(line))
 
     def _collect(path: Path) -> None:
-        with Store(path) as db:
-            collector = Collector(
-                db, node=node, batch=batch, with_io=not no_io, cgroup=cgroup, device=device
+        # the collector does not hold the store: other commands read it meanwhile
+        collector = Collector(
+            path, node=node, batch=batch, with_io=not no_io, cgroup=cgroup, device=device
+        )
+        stop = threading.Event()
+        before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+        for sig in before:  # a stop commits what is pending, then returns
+            signal.signal(sig, lambda signum, frame: stop.set())
+        try:
+            collector.run(
+                every,
+                stop,
+                keep_raw=keep,
+                on_commit=_print,
+                samples=samples,
+                seconds=until,
+                compact_every=folding,
             )
-            stop = threading.Event()
-            before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-            for sig in before:  # a stop commits what is pending, then returns
-                signal.signal(sig, lambda signum, frame: stop.set())
-            try:
-                collector.run(
-                    every, stop, keep_raw=keep, on_commit=_print, samples=samples, seconds=until
-                )
-            finally:
-                for sig, handler in before.items():
-                    if handler is not None:
-                        signal.signal(sig, handler)
+        finally:
+            for sig, handler in before.items():
+                if handler is not None:
+                    signal.signal(sig, handler)
 
     if out is None:
         _collect(Path("perfsleuth.duckdb") if store is None else store)
@@ -162,32 +184,44 @@ def import_command(
             show_default=False,
         ),
     ],
-    files: Annotated[list[Path], typer.Argument(help="Files to import.", show_default=False)],
+    files: Annotated[
+        list[Path], typer.Argument(help="Files to import (- for stdin).", show_default=False)
+    ],
     store: Annotated[Path, typer.Option("--store", help="Store file to write into.")] = Path(
         "perfsleuth.duckdb"
     ),
     node: Annotated[
         str | None, typer.Option(help="pidstat: node name (default: the banner's host).")
     ] = None,
-    tz: Annotated[str, typer.Option(help="pidstat: time zone of clock times.")] = "UTC",
+    missing: MissingOption = None,
+    disorder: DisorderOption = None,
+    duplicates: DuplicatesOption = None,
+    tz: TzOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
 ) -> None:
-    """Import existing sar, pidstat or perfmon data into the store (one JSON line per file)."""
+    """Import existing sar, pidstat or perfmon data into the store (one JSON line per file).
+
+    --tz applies to pidstat's clock times (sar and perfmon files say their own zone).
+    """
     import json
 
     from perfsleuth.run import Input, Outputs, Plan, run
     from perfsleuth.sources.perfmon import has_processes
-    from perfsleuth.sources.specs import PerfmonSource, PidstatSource, SarSource, Source
+    from perfsleuth.sources.specs import Source
 
+    messy = Messy(missing, disorder, duplicates, None, tz, since, until)
     for path in files:
         sources: list[Source]
         if format is ImportFormat.sar:
-            sources = [SarSource(kind="sar", path=path)]
+            sources = [source_spec({"kind": "sar", "path": path}, messy)]
         elif format is ImportFormat.pidstat:
-            sources = [PidstatSource(kind="pidstat", path=path, node=node, tz=tz)]
+            sources = [source_spec({"kind": "pidstat", "path": path, "node": node}, messy)]
         else:
-            sources = [PerfmonSource(kind="perfmon", path=path, contract="counter")]
+            spec = {"kind": "perfmon", "path": path, "contract": "counter"}
+            sources = [source_spec(spec, messy)]
             if has_processes(path):
-                sources.append(PerfmonSource(kind="perfmon", path=path, contract="process"))
+                sources.append(source_spec({**spec, "contract": "process"}, messy))
         plan = Plan(
             tuple(Input(s.contract, s.contract, (s,)) for s in sources),
             (),

@@ -3,12 +3,17 @@
 Each sample reads cumulative counters (:mod:`perfsleuth.sources.procfs`) and turns them into
 rates over the interval since the previous sample: process CPU in cores, I/O in bytes per
 interval, OS counters per second. Samples accumulate in memory and are committed every
-``batch`` samples in **one** transaction together with the *cursor* (the cumulative values of
-the last sample), so after a crash the store holds whole batches and the cursor that matches
-them. On restart the collector resumes from that cursor: its first sample covers the whole
-time since the last committed one (no gap), and the rows' keys (node, pid, name, time) are
-inserted only when absent (no duplicates). Processes are identified by ``(pid, start time)``,
-so a reused pid never inherits another process's CPU.
+``batch`` samples as **one segment** beside the store (:func:`perfsleuth.store.append_segment`:
+Parquet files and the *cursor*, the cumulative values of the last sample, renamed into place
+whole), so the collector never holds the store: ``analyze``, ``watch`` and ``report`` read it
+(and the segments) while the collector runs. After a crash there are whole segments and the
+cursor that matches them. On restart the collector resumes from the newest segment's cursor:
+its first sample covers the whole time since the last committed one (no gap), and it commits
+only samples after that one (no duplicates). Processes are identified by ``(pid, start
+time)``, so a reused pid never inherits another process's CPU. When the store is free (every
+``compact_every`` of :meth:`Collector.run`, and on the way out), the collector opens it a
+moment to fold its segments in (:meth:`perfsleuth.store.Store.compact`); whoever else writes
+the store does so too.
 
 :meth:`Collector.rollup` folds raw rows older than a cut-off into hourly aggregates
 (``processes_hourly``, ``samples_hourly``) and deletes them, in one transaction.
@@ -20,7 +25,14 @@ stalled on I/O), ``workload.io.read_bytes`` / ``write_bytes`` / ``reads`` / ``wr
 io.stat line of the block device; without one, Σ /proc/<pid>/io bytes of its processes),
 ``workload.app.read_ops`` / ``read_bytes`` / ``write_ops`` / ``write_bytes`` (Σ /proc/<pid>/io
 syscalls and bytes of its processes), ``workload.mem.refault`` (pages/s), ``workload.mem.anon``
-and ``workload.mem.limit`` (bytes; MemTotal when unlimited).
+and ``workload.mem.limit`` (bytes; MemTotal when unlimited); and what contention and pressure
+look like: ``workload.psi.cpu`` / ``memory`` (share of time stalled), ``workload.cpu.wait``
+(cores waiting in a run queue, from its threads' /proc/<tid>/schedstat),
+``workload.cpu.runnable`` (share of time its threads run or wait to run),
+``workload.cpu.throttled`` (share of time held back by its CPU quota), ``workload.cpu.limit``
+(the quota in cores; the CPUs when none), ``workload.mem.majfault`` and
+``workload.mem.limit_hits`` (per second), ``workload.mem.current`` / ``file`` / ``dirty`` /
+``writeback`` (bytes).
 :mod:`perfsleuth.bottleneck.importers` maps them to the model's ``cg.*`` counters. Their
 rates start afresh with each run of the collector (their last values are not in the cursor,
 which knows no cgroup): the first interval after a (re)start has the levels only.
@@ -33,7 +45,8 @@ import os
 import socket
 import threading
 import time as _time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -42,7 +55,7 @@ from typing import Final
 import duckdb
 import pandas as pd
 
-from perfsleuth.errors import ConfigError, SourceError
+from perfsleuth.errors import ConfigError, SourceError, StoreError
 from perfsleuth.sources.procfs import (
     IGNORED_DEVICES,
     IO_SYSCALLS,
@@ -59,28 +72,30 @@ from perfsleuth.sources.procfs import (
     read_own_cgroup,
     read_process_io,
     read_processes,
+    read_task_schedstat,
+    runnable_growth,
 )
-from perfsleuth.store import Store
+from perfsleuth.store import (
+    DEFAULT_WAIT,
+    Store,
+    StoreInUseError,
+    append_segment,
+    check_store_file,
+    list_segments,
+    read_segment_state,
+)
 
 __all__ = ["Collector", "Commit", "Rollup"]
 
 logger = logging.getLogger(__name__)
 
+# (the cursor lives in the segments: perfsleuth.store.append_segment)
 _TABLES: Final = (
-    """CREATE TABLE IF NOT EXISTS collect_cursor (
-        node VARCHAR NOT NULL,
-        pid BIGINT NOT NULL,
-        start_ticks BIGINT NOT NULL,
-        cpu_ticks DOUBLE NOT NULL,
-        io_bytes DOUBLE,
-        PRIMARY KEY (node, pid, start_ticks)
-    )""",
-    """CREATE TABLE IF NOT EXISTS collect_meta (
-        node VARCHAR NOT NULL,
-        key VARCHAR NOT NULL,
-        value DOUBLE NOT NULL,
-        PRIMARY KEY (node, key)
-    )""",
+    # Each process row also says which process it is (start time, Unix seconds: pid + start
+    # time is a process's identity) and how long it waited for a CPU (cores, from
+    # /proc/<pid>/schedstat): a starved loop still wants a whole CPU.
+    "ALTER TABLE processes ADD COLUMN IF NOT EXISTS start_time DOUBLE",
+    "ALTER TABLE processes ADD COLUMN IF NOT EXISTS cpu_wait DOUBLE",
     # Process lives: (pid, start time) tells two processes that shared a pid apart.
     """CREATE TABLE IF NOT EXISTS process_starts (
         node VARCHAR NOT NULL,
@@ -120,6 +135,20 @@ _TABLES: Final = (
     )""",
 )
 
+# the workload cgroup's pressure, throttling and memory counters: field → name (, to seconds)
+_WORKLOAD_CUMULATIVE: Final = (
+    ("cpu_some_usec", "workload.psi.cpu", 1e-6),
+    ("memory_some_usec", "workload.psi.memory", 1e-6),
+    ("throttled_usec", "workload.cpu.throttled", 1e-6),
+    ("mem_majfault", "workload.mem.majfault", 1.0),
+    ("mem_limit_hits", "workload.mem.limit_hits", 1.0),
+)
+_WORKLOAD_LEVELS: Final = (
+    ("mem_current", "workload.mem.current"),
+    ("mem_file", "workload.mem.file"),
+    ("mem_dirty", "workload.mem.dirty"),
+    ("mem_writeback", "workload.mem.writeback"),
+)
 # /proc/<pid>/io of the workload's processes → workload counter names
 _APP_IO: Final = {key: f"workload.app.{name}" for key, name in IO_SYSCALLS.items()}
 _PID_IO: Final = {"read_bytes": "workload.io.read_bytes", "write_bytes": "workload.io.write_bytes"}
@@ -128,9 +157,11 @@ _PID_IO: Final = {"read_bytes": "workload.io.read_bytes", "write_bytes": "worklo
 def _unit(name: str, cumulative: bool) -> str:
     """Base unit (perfsleuth.units) of a counter, so the store's counter frame needs no
     conversion. Cumulative counters are stored as rates per second."""
+    if name in ("workload.cpu.throttled", "workload.cpu.runnable"):
+        return "fraction"
     if name.startswith(("cgroup.cpu", "workload.cpu")):
         return "cores"
-    if name == "workload.psi.io":
+    if name.startswith(("workload.psi.", "psi.")):
         return "fraction"
     if name.startswith(("disk.", "workload.io.", "workload.app.")):
         if name.endswith("_bytes"):
@@ -179,7 +210,8 @@ class Collector:
     Parameters
     ----------
     store
-        An open, writable store; the collector adds its own tables to it.
+        The store file (or an open store of a file) the samples are for. The collector does
+        not hold it: it commits segments beside it and folds them in when the store is free.
     node
         Node name on every row (default: the host name).
     batch
@@ -187,6 +219,10 @@ class Collector:
     with_io
         Read ``/proc/<pid>/io`` (bytes read and written; for a workload, also its syscalls);
         unreadable files give no value.
+    with_files
+        Also record the size of the regular files each process holds open for writing
+        (``file_bytes``: a log that grows and is truncated shows as a saw-tooth); it lists
+        every process's open files at every sample, so it costs more.
     cgroup
         A workload's cgroup (relative to ``cgroup_root``) whose counters are sampled too.
     device
@@ -198,11 +234,12 @@ class Collector:
 
     def __init__(
         self,
-        store: Store,
+        store: Store | str | os.PathLike[str],
         *,
         node: str | None = None,
         batch: int = 10,
         with_io: bool = True,
+        with_files: bool = False,
         cgroup: str | None = None,
         device: str | None = None,
         proc: Path = Path("/proc"),
@@ -211,11 +248,14 @@ class Collector:
     ) -> None:
         if batch < 1:
             raise ConfigError(f"batch must be at least 1 sample, got {batch}")
-        self.store = store
+        if isinstance(store, Store) and store.memory:
+            raise ConfigError("the collector needs a store file, not an in-memory store")
+        self.path = store.path if isinstance(store, Store) else Path(store)
         self.node = socket.gethostname() if node is None else node
         self.batch = batch
         self.proc = proc
         self.with_io = with_io
+        self.with_files = with_files
         self.device = device
         if device is not None:
             disks = sorted(d for d in read_diskstats(proc) if not d.startswith(IGNORED_DEVICES))
@@ -236,41 +276,43 @@ class Collector:
         # sample of this run (not kept in the cursor: they start afresh with each run)
         self._workload_last: dict[str, float] | None = None
         self._workload_pids: dict[int, dict[str, float]] = {}
+        self._workload_tasks: dict[int, dict[str, float]] = {}
         self._boot = boot_time(proc)
         self._users: dict[int, str] = {}
+        # run-queue wait (ns) of each (pid, start ticks) at the last sample of this run
+        self._waits: dict[tuple[int, int], float] = {}
         self._pending = _Pending()
-        with store.transaction("create the collector's tables") as con:
-            for statement in _TABLES:
-                con.execute(statement)
+        # create or upgrade the store and fold what earlier runs left, if it is free now;
+        # a store in use is still checked, so samples never go beside a CSV file
+        if not self.compact(wait=0.0):
+            check_store_file(self.path)
         self._last_time, self._procs, self._os = self._load_cursor()
+        self._committed = self._last_time  # samples at or before it are on record already
 
     # -- cursor -----------------------------------------------------------------------------------
 
     def _load_cursor(
         self,
     ) -> tuple[float | None, dict[tuple[int, int], tuple[float, float | None]], dict[str, float]]:
-        with self.store.transaction("read the collector's cursor") as con:
-            meta = dict(
-                con.execute(
-                    "SELECT key, value FROM collect_meta WHERE node = ?", [self.node]
-                ).fetchall()
-            )
-            rows = con.execute(
-                "SELECT pid, start_ticks, cpu_ticks, io_bytes FROM collect_cursor WHERE node = ?",
-                [self.node],
-            ).fetchall()
-        if "time" not in meta or meta.get("boot_time") != self._boot:
-            if meta:
+        """The cursor of this node's newest segment (none: start afresh)."""
+        state = None
+        for segment in reversed(list_segments(self.path, node=self.node)):
+            state = read_segment_state(segment)
+            if state is not None and state.get("node") == self.node:
+                break
+            state = None
+        if state is None or state.get("boot_time") != self._boot:
+            if state is not None:
                 logger.info(
                     "%s: machine rebooted since the last sample; starting afresh", self.node
                 )
             return None, {}, {}
         procs = {
-            (int(p), int(s)): (float(c), None if i is None else float(i)) for p, s, c, i in rows
+            (int(p), int(s)): (float(c), None if i is None else float(i))
+            for p, s, c, i in state["procs"]
         }
-        counters = {k[3:]: v for k, v in meta.items() if k.startswith("os.")}
-        logger.info("%s: resuming after the sample of %s", self.node, _stamp(meta["time"]))
-        return float(meta["time"]), procs, counters
+        logger.info("%s: resuming after the sample of %s", self.node, _stamp(state["time"]))
+        return float(state["time"]), procs, {str(k): float(v) for k, v in state["os"].items()}
 
     # -- sampling ---------------------------------------------------------------------------------
 
@@ -284,7 +326,9 @@ class Collector:
 
         The first sample ever only sets the cursor. Returns the commit when one happened.
         """
-        readings = read_processes(self.proc, with_io=self.with_io)
+        readings = read_processes(
+            self.proc, with_io=self.with_io, with_files=self.with_files, with_wait=True
+        )
         cumulative, gauges = read_os(self.proc)
         if self.device is not None:
             mine = f"disk.{self.device}."
@@ -297,10 +341,14 @@ class Collector:
         cumulative.update(more_cumulative)
         gauges.update(more_gauges)
         workload: tuple[dict[str, float], dict[int, dict[str, float]]] | None = None
+        tasks: dict[int, dict[str, float]] = {}
         if self.workload is not None:
-            counters, levels, pids = self._read_workload(gauges.get("mem.MemTotal"))
+            counters, levels, pids = self._read_workload(
+                gauges.get("mem.MemTotal"), gauges.get("cpu.count")
+            )
             gauges.update(levels)
             workload = counters, pids
+            tasks = read_task_schedstat(self.workload.threads(), self.proc)
         stamp = _time.time() if now is None else now
         last = self._last_time
         if last is not None and stamp <= last:
@@ -311,16 +359,27 @@ class Collector:
         if last is not None:
             interval = stamp - last
             ts = pd.Timestamp(round(stamp * 1e6), unit="us", tz=UTC)
+            # the machine's busy cores over the interval, on every process row: saturation is
+            # judged on what the machine did, not on the sum of the processes sampled
+            machine = _busy_cores(self._os, cumulative, interval)
+            ncpu = float(os.cpu_count() or 1)
             for r in readings:
                 key = (r.pid, r.start_ticks)
                 procs[key] = (r.cpu_ticks, r.io_bytes)
                 row = self._process_row(r, key, last, interval, ts)
                 if row is not None:
-                    pending.processes.append(row)
+                    pending.processes.append((*row, machine, ncpu, "Linux"))
             self._rates(self._os, cumulative, interval, ts)
             if workload is not None and self._workload_last is not None:
                 self._rates(self._workload_last, workload[0], interval, ts)
                 self._app_rates(workload, interval, ts)
+                runnable = runnable_growth(self._workload_tasks, tasks, interval)
+                if runnable is not None:
+                    for name, value in zip(("wait", "runnable"), runnable, strict=True):
+                        unit = _unit(f"workload.cpu.{name}", False)
+                        pending.counters.append(
+                            (self.node, f"workload.cpu.{name}", ts, value, unit)
+                        )
             for name, value in gauges.items():
                 pending.counters.append((self.node, name, ts, value, _unit(name, False)))
             pending.counters.append((self.node, "collector.interval_s", ts, interval, "s"))
@@ -331,9 +390,11 @@ class Collector:
         else:
             procs = {(r.pid, r.start_ticks): (r.cpu_ticks, r.io_bytes) for r in readings}
         self._procs = procs
+        self._waits = {(r.pid, r.start_ticks): r.wait_ns for r in readings if r.wait_ns is not None}
         self._os = cumulative
         if workload is not None:
             self._workload_last, self._workload_pids = workload
+            self._workload_tasks = tasks
         self._last_time = stamp
         if last is None or len(pending.times) >= self.batch:
             return self.flush()
@@ -350,7 +411,7 @@ class Collector:
                 self._pending.counters.append((self.node, name, ts, rate, _unit(name, True)))
 
     def _read_workload(
-        self, mem_total: float | None
+        self, mem_total: float | None, ncpu: float | None
     ) -> tuple[dict[str, float], dict[str, float], dict[int, dict[str, float]]]:
         """The workload cgroup now: cumulative counters (seconds, bytes, counts), levels, and
         its processes' /proc/<pid>/io."""
@@ -372,6 +433,18 @@ class Collector:
             levels["workload.mem.limit"] = (
                 got.mem_limit if mem_total is None else min(got.mem_limit, mem_total)
             )
+        if got.cpu_limit is not None:  # no quota: the CPUs online
+            levels["workload.cpu.limit"] = (
+                got.cpu_limit if ncpu is None else min(got.cpu_limit, ncpu)
+            )
+        for field_name, name, factor in _WORKLOAD_CUMULATIVE:
+            value = getattr(got, field_name)
+            if value is not None:
+                cumulative[name] = value * factor
+        for field_name, name in _WORKLOAD_LEVELS:
+            value = getattr(got, field_name)
+            if value is not None:
+                levels[name] = value
         pids: dict[int, dict[str, float]] = {}
         if self.with_io:
             for pid in self.workload.pids():
@@ -387,11 +460,10 @@ class Collector:
         ts: pd.Timestamp,
     ) -> None:
         """Σ /proc/<pid>/io growth of the workload's processes, per second; its bytes stand
-        for the cgroup's device I/O when io.stat gave none."""
+        for the cgroup's device reads or writes that io.stat (v1: blkio) did not give."""
         counters, pids = workload
         names = dict(_APP_IO)
-        if "workload.io.read_bytes" not in counters:
-            names |= _PID_IO
+        names |= {key: name for key, name in _PID_IO.items() if name not in counters}
         growth = io_growth(self._workload_pids, pids, names)
         for key, total in growth.items():
             name = names[key]
@@ -409,18 +481,28 @@ class Collector:
     ) -> tuple[object, ...] | None:
         before = self._procs.get(key)
         started = self._boot + r.start_ticks / TICKS
+        born = before is None
         if before is None:
-            if started < last - 1.0 / TICKS:
+            # the boot time is whole seconds (/proc/stat btime): a start up to a second
+            # before the last sample may be after it
+            if started < last - 1.0:
                 return None  # existed before the last sample but unseen: no baseline
             before = (0.0, 0.0)  # born in this interval: everything it used is new
         cpu = max(r.cpu_ticks - before[0], 0.0) / TICKS / interval
+        waited = 0.0 if born else self._waits.get(key)  # none after a restart: no rate
+        wait = None
+        if r.wait_ns is not None and waited is not None:
+            wait = max(r.wait_ns - waited, 0.0) / 1e9 / interval
         io: float | None = None
         if r.io_bytes is not None and before[1] is not None:
             io = max(r.io_bytes - before[1], 0.0)
         user = self._user(r.uid)
         seen = self._pending.starts.get(key)
         self._pending.starts[key] = (r.name, user, started, seen[3] if seen else ts.timestamp())
-        return (self.node, r.pid, r.name, ts, user, cpu, r.rss_bytes, io)
+        return (
+            *(self.node, r.pid, r.name, ts, user, cpu, r.rss_bytes, io, started, wait),
+            r.file_bytes,
+        )
 
     def _user(self, uid: int) -> str:
         name = self._users.get(uid)
@@ -437,26 +519,26 @@ class Collector:
     # -- committing -------------------------------------------------------------------------------
 
     def flush(self) -> Commit | None:
-        """Commit the pending samples and the cursor in one transaction."""
+        """Commit the pending samples and the cursor as one segment beside the store."""
         pending = self._pending
         if self._last_time is None:
             return None
         procs = pd.DataFrame(
             pending.processes,
-            columns=["node", "pid", "name", "time", "user", "cpu", "rss_bytes", "io_bytes"],
+            columns=[
+                *("node", "pid", "name", "time", "user", "cpu", "rss_bytes", "io_bytes"),
+                *("start_time", "cpu_wait", "file_bytes", "machine_cpu", "ncpu", "os"),
+            ],
         )
         counters = pd.DataFrame(
             pending.counters, columns=["entity", "name", "time", "value", "unit"]
         )
-        cursor = pd.DataFrame(
-            [(self.node, p, s, c, i) for (p, s), (c, i) in self._procs.items()],
-            columns=["node", "pid", "start_ticks", "cpu_ticks", "io_bytes"],
-        )
-        meta = pd.DataFrame(
-            [(self.node, "time", self._last_time), (self.node, "boot_time", self._boot)]
-            + [(self.node, f"os.{k}", v) for k, v in self._os.items()],
-            columns=["node", "key", "value"],
-        )
+        if self._committed is not None:
+            # A replayed sample time adds nothing, not even a process born since: that time
+            # is already on record.
+            committed = pd.Timestamp(round(self._committed * 1e6), unit="us", tz=UTC)
+            procs = procs[procs["time"] > committed]
+            counters = counters[counters["time"] > committed]
         starts = pd.DataFrame(
             [
                 (self.node, pid, _stamp(st), name, user, _stamp(seen), _stamp(seen))
@@ -466,39 +548,25 @@ class Collector:
         )
         if pending.times:
             starts["last_seen"] = _stamp(max(pending.times))
-        ncpu = float(os.cpu_count() or 1)
-        with self.store.transaction("commit collected samples") as con:
-            # A replayed batch (sample times at or before the committed cursor) adds nothing,
-            # not even a process born since: that time is already on record.
-            rows = con.execute(
-                "SELECT value FROM collect_meta WHERE node = ? AND key = 'time'", [self.node]
-            ).fetchall()
-            if rows:
-                committed = pd.Timestamp(round(float(rows[0][0]) * 1e6), unit="us", tz=UTC)
-                procs = procs[procs["time"] > committed]
-                counters = counters[counters["time"] > committed]
-            n_proc = _insert_new(con, "processes", procs, ("node", "pid", "name", "time"))
-            n_count = _insert_new(
-                con, "samples", counters, ("entity", "name", "time"), frame="counter"
-            )
-            con.execute("DELETE FROM collect_cursor WHERE node = ?", [self.node])
-            _register_insert(con, "collect_cursor", cursor)
-            con.execute("DELETE FROM collect_meta WHERE node = ?", [self.node])
-            _register_insert(con, "collect_meta", meta)
-            if len(starts):
-                con.register("_collect_starts", starts)
-                try:
-                    con.execute(
-                        "INSERT INTO process_starts SELECT * FROM _collect_starts "
-                        "ON CONFLICT DO UPDATE SET last_seen = excluded.last_seen"
-                    )
-                finally:
-                    con.unregister("_collect_starts")
-            con.execute(
-                "INSERT INTO nodes VALUES (?, ?, 'Linux') ON CONFLICT DO UPDATE "
-                "SET ncpu = excluded.ncpu, os = excluded.os",
-                [self.node, ncpu],
-            )
+        nodes = pd.DataFrame(
+            [(self.node, float(os.cpu_count() or 1), "Linux")], columns=["node", "ncpu", "os"]
+        )
+        state = {
+            "node": self.node,
+            "time": self._last_time,
+            "boot_time": self._boot,
+            "os": self._os,
+            "procs": [[p, s, c, i] for (p, s), (c, i) in self._procs.items()],
+        }
+        append_segment(
+            self.path,
+            node=self.node,
+            last=_stamp(self._last_time),
+            parts={"processes": procs, "counters": counters, "nodes": nodes, "starts": starts},
+            state=state,
+        )
+        self._committed = self._last_time
+        n_proc, n_count = len(procs), len(counters)
         self._pending = _Pending()
         if not pending.times:
             return None
@@ -512,14 +580,41 @@ class Collector:
 
     # -- roll-up ----------------------------------------------------------------------------------
 
+    @contextmanager
+    def _store(self, wait: float) -> Iterator[Store]:
+        """The store opened for writing (which folds the pending segments in), with the
+        collector's tables."""
+        with Store(self.path, wait=wait) as db:
+            with db.transaction("create the collector's tables") as con:
+                for statement in _TABLES:
+                    con.execute(statement)
+            yield db
+
+    def compact(self, *, wait: float = 0.0, keep_raw: timedelta | None = None) -> bool:
+        """Fold the segments into the store if it is free within ``wait`` seconds (and, with
+        ``keep_raw``, roll up); False when another process holds it (the segments wait)."""
+        try:
+            with self._store(wait) as db:
+                if keep_raw is not None:
+                    done = self._rollup(db, keep_raw, None)
+                    logger.info("rolled up %d process rows", done.process_rows)
+        except StoreInUseError:
+            logger.debug("%s: in use by another process; the segments wait", self.path)
+            return False
+        return True
+
     def rollup(self, older_than: timedelta, *, now: datetime | None = None) -> Rollup:
         """Fold this node's raw rows older than ``now - older_than`` (to the hour) into hourly
         aggregates and delete them; merging with an hour already rolled up adds to it."""
+        with self._store(DEFAULT_WAIT) as db:
+            return self._rollup(db, older_than, now)
+
+    def _rollup(self, db: Store, older_than: timedelta, now: datetime | None) -> Rollup:
         if older_than < timedelta(0):
             raise ConfigError(f"older_than must not be negative, got {older_than}")
         moment = datetime.now(UTC) if now is None else now
         cutoff = pd.Timestamp(moment - older_than).floor("h").to_pydatetime()
-        with self.store.transaction("roll up old samples") as con:
+        with db.transaction("roll up old samples") as con:
             n_proc = _count(
                 con, "SELECT count(*) FROM processes WHERE node = ? AND time < ?", self.node, cutoff
             )
@@ -575,39 +670,68 @@ class Collector:
         on_commit: Callable[[Commit], None] | None = None,
         samples: int | None = None,
         seconds: float | None = None,
+        compact_every: float = 300.0,
     ) -> None:
         """Sample every ``interval`` seconds (on a fixed grid) until ``stop`` is set,
         ``samples`` samples were taken or ``seconds`` have passed (the last sample is taken
-        then); commit what is pending on the way out. With ``keep_raw``, raw rows older than
-        that are rolled up once an hour."""
+        then); commit what is pending on the way out. Every ``compact_every`` seconds (and on
+        the way out) the segments are folded into the store if no other process holds it;
+        with ``keep_raw``, raw rows older than that are then rolled up, once an hour."""
         if not interval > 0:
             raise ConfigError(f"interval must be positive, got {interval}")
         if seconds is not None and not seconds > 0:
             raise ConfigError(f"seconds must be positive, got {seconds}")
+        if not compact_every > 0:
+            raise ConfigError(f"compact_every must be positive, got {compact_every}")
         origin = _time.monotonic()
         taken = 0
-        next_rollup = 0.0
+        next_compact = origin + compact_every
+        next_rollup = origin
         try:
             while not stop.is_set() and (samples is None or taken < samples):
+                began = _time.monotonic() - origin
                 commit = self.sample()
                 taken += 1
                 if commit is not None and on_commit is not None:
                     on_commit(commit)
-                if keep_raw is not None and _time.monotonic() >= next_rollup:
-                    done = self.rollup(keep_raw)
-                    logger.info("rolled up %d process rows", done.process_rows)
-                    next_rollup = _time.monotonic() + 3600.0
+                if commit is not None and _time.monotonic() >= next_compact:
+                    rollup = keep_raw if _time.monotonic() >= next_rollup else None
+                    if self._maintain(rollup) and rollup is not None:
+                        next_rollup = _time.monotonic() + 3600.0
+                    next_compact = _time.monotonic() + compact_every
                 elapsed = _time.monotonic() - origin
                 wait = interval - elapsed % interval
                 if seconds is not None:
-                    if seconds - elapsed <= 0.01 * interval:
+                    # the last sample is taken at the end, also when a slow one ran past it
+                    if seconds - began <= 0.01 * interval:
                         break
-                    wait = min(wait, seconds - elapsed)
+                    wait = max(min(wait, seconds - elapsed), 0.0)
                 stop.wait(wait)
         finally:
             commit = self.flush()
             if commit is not None and on_commit is not None:
                 on_commit(commit)
+            self._maintain(None)
+
+    def _maintain(self, keep_raw: timedelta | None) -> bool:
+        """:meth:`compact` without stopping the sampling when the store is damaged."""
+        try:
+            return self.compact(keep_raw=keep_raw)
+        except StoreError as exc:  # the samples are safe in their segments: say so, go on
+            logger.warning("%s: segments not folded in: %s", self.path, exc)
+            return False
+
+
+_BUSY: Final = ("cpu.user", "cpu.nice", "cpu.system", "cpu.irq", "cpu.softirq", "cpu.steal")
+
+
+def _busy_cores(before: dict[str, float], now: dict[str, float], interval: float) -> float | None:
+    """Cores the machine was busy over the interval (/proc/stat: all but idle and iowait;
+    steal counts, as this machine wanted the CPU); None without a previous reading."""
+    if not all(k in before and k in now for k in _BUSY[:3]):
+        return None
+    busy = sum(now.get(k, 0.0) - before.get(k, 0.0) for k in _BUSY)
+    return max(busy, 0.0) / interval
 
 
 def _stamp(seconds: float) -> datetime:
@@ -616,46 +740,4 @@ def _stamp(seconds: float) -> datetime:
 
 def _count(con: duckdb.DuckDBPyConnection, sql: str, node: str, cutoff: datetime) -> int:
     row = con.execute(sql, [node, cutoff]).fetchone()
-    return 0 if row is None else int(row[0])
-
-
-def _register_insert(con: duckdb.DuckDBPyConnection, table: str, rows: pd.DataFrame) -> None:
-    con.register("_collect_rows", rows)
-    try:
-        con.execute(f"INSERT INTO {table} SELECT * FROM _collect_rows")
-    finally:
-        con.unregister("_collect_rows")
-
-
-def _insert_new(
-    con: duckdb.DuckDBPyConnection,
-    table: str,
-    rows: pd.DataFrame,
-    keys: tuple[str, ...],
-    *,
-    frame: str | None = None,
-) -> int:
-    """Insert the rows whose key is not stored yet (a replayed batch adds nothing)."""
-    if not len(rows):
-        return 0
-    columns = list(rows.columns)
-    if frame is not None:
-        rows = rows.assign(frame=frame)
-        columns = ["frame", *columns]
-    rows = rows[columns]
-    bounds = [rows["time"].min().to_pydatetime(), rows["time"].max().to_pydatetime()]
-    match = " AND ".join(f't."{k}" = b."{k}"' for k in keys)
-    if frame is not None:
-        match += " AND t.frame = b.frame"
-    names = ", ".join(f'"{c}"' for c in columns)
-    con.register("_collect_batch", rows)
-    try:
-        row = con.execute(
-            f"INSERT INTO {table} ({names}) SELECT {names} FROM _collect_batch b "
-            f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {match} "
-            "AND t.time BETWEEN ? AND ?)",
-            bounds,
-        ).fetchone()
-    finally:
-        con.unregister("_collect_batch")
     return 0 if row is None else int(row[0])

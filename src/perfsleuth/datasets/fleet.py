@@ -19,7 +19,8 @@ constrained_busy     ncpu + 1 loops on a node with business work (→ ``constrai
 constrained_dormant  ncpu + 1…3 loops on an otherwise idle node (→ ``constrained_loop`` each)
 hum                  a poller at a steady 0.15–0.6 CPU around the clock (→ ``hum``)
 leak                 one worker's memory grows 60–300% over the run, bumpily (→ ``memory_ramp``)
-saw_restart          a leaking cache restarted every 4–8 h, new pid each time (→ ``saw_tooth``)
+saw_restart          a leaking cache restarted every 4–8 h, new pid each time (→ ``saw_tooth``
+                     of the name: :func:`fleet_rules` follows ``cachesrv`` by name)
 saw_file             a log writer's file grows and is truncated every 4–8 h (→ ``saw_tooth``)
 cap                  an antivirus scan at 15–30% of the box for 2–5 hours (→ ``cap_exceeded``)
 exception            ``statpkg`` busy at one CPU 10–14 h a day (exception list: +8 h) and
@@ -30,7 +31,8 @@ cache_warm           a cache fills over 2–6 hours, then stays full (not a leak
 batch                a single-threaded batch job at one CPU for 5–7 h each night (nothing)
 ===================  =========================================================================
 
-Use the rules of :func:`fleet_rules` (the defaults plus the exception and never-alert entries).
+Use the rules of :func:`fleet_rules` (the defaults plus the exception and never-alert entries
+and the by-name group of the restarted cache).
 """
 
 from __future__ import annotations
@@ -45,7 +47,13 @@ from numpy.typing import NDArray
 
 from perfsleuth.durations import parse_duration
 from perfsleuth.findings import Finding
-from perfsleuth.processes.rules import DEFAULT_RULES, ExceptionRule, NeverAlert, ProcessRules
+from perfsleuth.processes.rules import (
+    DEFAULT_RULES,
+    ExceptionRule,
+    Group,
+    NeverAlert,
+    ProcessRules,
+)
 
 __all__ = ["SCENARIOS", "FleetRun", "Score", "fleet_rules", "score", "simulate_fleet", "subject"]
 
@@ -71,9 +79,11 @@ _LOOP_MEAN = {"Linux": 1.00, "Windows 2000": 0.92}
 
 
 def fleet_rules(base: ProcessRules = DEFAULT_RULES) -> ProcessRules:
-    """The rules the simulated fleet is scanned with: ``base`` plus its exception lists."""
+    """The rules the simulated fleet is scanned with: ``base`` plus its exception lists and
+    the ``cachesrv`` service followed by name (it is restarted under new pids)."""
     return base.model_copy(
         update={
+            "groups": (*base.groups, Group(name="cache", processes=("cachesrv",), by_name=True)),
             "exceptions": (*base.exceptions, ExceptionRule(process="statpkg", extra_hours=8)),
             "never_alert": NeverAlert(
                 processes=(*base.never_alert.processes, "render*"),
@@ -275,7 +285,7 @@ def _scenario(
             node.pid(rng), "leakyd", "app", 0.05 + 0.2 * volume * rng.lognormal(0, 0.1, t), rss
         )
         node.procs.append(proc)
-        node.truth.append(("memory_ramp", "leakyd"))
+        node.truth.append(("memory_ramp", f"leakyd[{proc.pid}]"))
         return rng.uniform(0.1, 0.4) * ncpu
     if kind == "saw_restart":
         every = float(rng.choice([4.0, 6.0, 8.0]))
@@ -304,7 +314,7 @@ def _scenario(
             files=size * phase * (1 + rng.normal(0, 0.005, t)),
         )
         node.procs.append(proc)
-        node.truth.append(("saw_tooth", "logwriter"))
+        node.truth.append(("saw_tooth", f"logwriter[{proc.pid}]"))
         return rng.uniform(0.1, 0.4) * ncpu
     if kind == "cap":
         start = rng.uniform(8, 18)

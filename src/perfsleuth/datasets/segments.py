@@ -19,23 +19,29 @@ Each window of ``window_s`` seconds:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from perfsleuth.errors import ConfigError
+from perfsleuth.errors import ConfigError, DataError
+from perfsleuth.findings import Finding, Kind
 from perfsleuth.frames import normalise
 
 __all__ = [
     "PAPER_TYPES",
     "Phase",
+    "RunScore",
+    "RunTruth",
     "SegmentScenario",
     "ServerType",
     "cherkasova_scenario",
+    "score_run",
     "simulate_segments",
 ]
 
@@ -259,3 +265,115 @@ def cherkasova_scenario(
               label=f"home +{2 * home_extra * 1e3:g} ms"),
     )  # fmt: skip
     return simulate_segments(phases, window_s=window_s, seed=seed)
+
+
+# --------------------------------------------------------------------------------------------
+# Recorded runs: their ground truth, and how findings are judged against it
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunTruth:
+    """What was done in a recorded run (``truth.json`` of ``scripts/cherkasova_experiment.py``).
+
+    ``change_at`` is when the heavier script(s) of ``changed`` began; ``hog`` the hog's start
+    and end (None without one); ``phase_starts`` when each phase (a new mix and rate) began.
+    """
+
+    types: tuple[str, ...]
+    changed: tuple[str, ...]
+    change_at: datetime
+    hog: tuple[datetime, datetime] | None
+    phase_starts: tuple[datetime, ...]
+
+    @classmethod
+    def read(cls, path: str | Path) -> RunTruth:
+        """Read a ``truth.json``; a missing key is a :class:`DataError` naming the file."""
+        try:
+            raw = json.loads(Path(path).read_text())
+            hog = raw.get("hog") or []
+            return cls(
+                types=tuple(raw["types"]),
+                changed=tuple(raw["changed"]),
+                change_at=datetime.fromisoformat(raw["change_at"]),
+                hog=(datetime.fromisoformat(hog[0]), datetime.fromisoformat(hog[1]))
+                if len(hog) == 2
+                else None,
+                phase_starts=tuple(datetime.fromisoformat(p["start"]) for p in raw["phases"]),
+            )
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise DataError(f"{path}: not a run's ground truth: {exc!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class RunScore:
+    """One configuration of a recorded run, judged (times in seconds, finding − truth).
+
+    ``change_offset_s`` is the nearest application change's start against the real change
+    (None: none reported); ``named`` the types it names, in order; ``hog_edges_s`` the
+    anomalies over the hog (first start, last end) against the hog's edges (None: none);
+    ``false_application`` application changes away from the real one (at a mix change or under
+    the hog); ``false_anomalies`` anomalies that do not overlap the hog.
+    """
+
+    change_offset_s: float | None
+    named: tuple[str, ...]
+    first_right: bool
+    all_named: bool
+    hog_edges_s: tuple[float, float] | None
+    hog_required: bool
+    false_application: int
+    false_anomalies: int
+    tolerance_s: float
+
+    @property
+    def change_found(self) -> bool:
+        return self.change_offset_s is not None and abs(self.change_offset_s) <= self.tolerance_s
+
+    @property
+    def hog_found(self) -> bool:
+        return self.hog_edges_s is not None and max(map(abs, self.hog_edges_s)) <= self.tolerance_s
+
+    @property
+    def passed(self) -> bool:
+        """The issue's bar: the change within the tolerance with a changed type named first,
+        the hog's edges within it when its CPU is in the series, no false application change."""
+        hog = self.hog_found or not self.hog_required
+        return self.change_found and self.first_right and hog and self.false_application == 0
+
+
+def score_run(
+    findings: Sequence[Finding], truth: RunTruth, *, hog_in_cpu: bool, tolerance_s: float = 10.0
+) -> RunScore:
+    """Judge one configuration's findings against the run's truth (see :class:`RunScore`)."""
+    apps = [f for f in findings if f.kind == Kind.APPLICATION_CHANGE]
+    offsets = [(f.start - truth.change_at).total_seconds() for f in apps]
+    near = min(range(len(apps)), key=lambda i: abs(offsets[i])) if apps else None
+    offset = offsets[near] if near is not None else None
+    matched = near is not None and abs(offsets[near]) <= tolerance_s
+    named: tuple[str, ...] = ()
+    if near is not None:
+        text = str(apps[near].evidence_dict().get("changed_types", ""))
+        named = tuple(t for t in text.split(",") if t)
+    anomalies = [f for f in findings if f.kind == Kind.WORKLOAD_ANOMALY]
+    edges = None
+    over: list[Finding] = []
+    if truth.hog is not None:
+        start, end = truth.hog
+        over = [f for f in anomalies if f.start < end and f.end > start]
+        if over:
+            edges = (
+                (min(f.start for f in over) - start).total_seconds(),
+                (max(f.end for f in over) - end).total_seconds(),
+            )
+    return RunScore(
+        change_offset_s=None if offset is None else round(offset, 3),
+        named=named,
+        first_right=matched and bool(named) and named[0] in truth.changed,
+        all_named=matched and set(truth.changed) <= set(named),
+        hog_edges_s=None if edges is None else (round(edges[0], 3), round(edges[1], 3)),
+        hog_required=hog_in_cpu and truth.hog is not None,
+        false_application=len(apps) - (1 if matched else 0),
+        false_anomalies=len(anomalies) - len(over),
+        tolerance_s=tolerance_s,
+    )

@@ -31,7 +31,9 @@ Faults (:class:`Fault`, by window index) are what the mix cannot explain:
   service time: counts look normal, response time is far below what the mix explains.
 
 A :class:`WorkloadShift` changes load and mix (more of the expensive types) with no fault: a
-detector must not flag it, since the per-type service times did not change.
+detector must not flag it, since the per-type service times did not change. A :class:`Release`
+is the application change: one type's service time is multiplied from a window on, so its CPU
+cost per transaction and its response time both rise.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = [
     "DEFAULT_TYPES",
     "Episode",
     "Fault",
+    "Release",
     "TransactionRun",
     "TransactionType",
     "WorkloadShift",
@@ -114,6 +117,16 @@ class WorkloadShift:
 
 
 @dataclass(frozen=True, slots=True)
+class Release:
+    """From window ``start`` on, transaction type ``type`` costs ``factor`` × its service time
+    (a new version of it: more CPU per transaction and a longer response time)."""
+
+    start: int
+    type: str
+    factor: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
 class Episode:
     """Ground truth: windows ``first .. last`` (inclusive), from ``start`` to ``end`` (UTC)."""
 
@@ -160,6 +173,7 @@ def simulate_transactions(
     window_noise: float = 0.05,
     faults: Sequence[Fault] = (),
     shifts: Sequence[WorkloadShift] = (),
+    releases: Sequence[Release] = (),
     start: datetime = _START,
     seed: int = 0,
 ) -> TransactionRun:
@@ -187,8 +201,8 @@ def simulate_transactions(
         Coefficient of variation of a single transaction's response time.
     window_noise
         Standard deviation of the per-window lognormal interference factor.
-    faults, shifts
-        Injected faults and workload shifts (window indices).
+    faults, shifts, releases
+        Injected faults, workload shifts and releases (window indices).
     start
         Start of the first window (timezone-aware).
     seed
@@ -246,10 +260,20 @@ def simulate_transactions(
         changes.append(_episode("workload_change", first, last, times, window_s))
 
     counts = rng.poisson(load[:, None] * window_s * weights).astype(np.float64)
-    util = np.minimum(counts @ service / (window_s * cpu_cores) + _BACKGROUND_UTIL, 0.98)
+    # Service time per window and type: a release changes one type's from its window on.
+    cost = np.tile(service, (n_windows, 1))
+    for release in releases:
+        if release.type not in names:
+            raise ConfigError(f"release of unknown type {release.type!r}; types: {names}")
+        if release.factor <= 0:
+            raise ConfigError(f"a release's factor must be > 0, got {release.factor}")
+        first, last = _span(release.start, None, n_windows, "release")
+        cost[first:, names.index(release.type)] *= release.factor
+        changes.append(_episode("application_change", first, last, times, window_s))
+    util = np.minimum((counts * cost).sum(axis=1) / (window_s * cpu_cores) + _BACKGROUND_UTIL, 0.98)
     q = 1.0 + util ** (math.sqrt(2 * (cpu_cores + 1)) - 1) / (cpu_cores * (1.0 - util))
     shape = counts / cv**2
-    mean_rt = service[None, :] * q[:, None]
+    mean_rt = cost * q[:, None]
     rt_sum = np.where(counts > 0, rng.gamma(np.maximum(shape, 1e-12), mean_rt * cv**2), 0.0)
     rt_sum *= np.exp(rng.normal(0.0, window_noise, n_windows))[:, None]
 

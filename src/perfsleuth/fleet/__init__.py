@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["Task", "plan", "scan_fleet", "scan_task"]
+__all__ = ["Coverage", "Task", "plan", "scan_fleet", "scan_task"]
 
 
 def __getattr__(name: str) -> Any:

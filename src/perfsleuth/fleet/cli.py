@@ -46,8 +46,8 @@ def fleet_scan_command(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from perfsleuth.cli.output import emit
-    from perfsleuth.fleet.runner import plan, scan_fleet
+    from perfsleuth.cli.output import emit, note
+    from perfsleuth.fleet.runner import Coverage, plan, scan_fleet
     from perfsleuth.processes.rules import load_rules
 
     chosen_rules = load_rules(rules)
@@ -68,7 +68,17 @@ def fleet_scan_command(
         def _advance(done: int, total: int) -> None:
             bar.update(task_id, completed=done, total=total)
 
+        seen: list[Coverage] = []
         findings = scan_fleet(
-            work, chosen_rules, kinds, scheduler=scheduler, workers=workers, progress=_advance
+            work,
+            chosen_rules,
+            kinds,
+            scheduler=scheduler,
+            workers=workers,
+            progress=_advance,
+            seen=seen.append,
         )
+    # what the checks could see, so "0 findings" also says whether there could have been any
+    for line in sum(seen, Coverage()).lines():
+        note(f"coverage: {line}")
     emit(ctx, findings, title=f"{len(findings)} finding(s) on {source}")

@@ -1,9 +1,13 @@
 """Fleet runs: the per-node process checks mapped over partitions, locally or on Dask.
 
 The unit of work is a :class:`Task`: a few partitions (Parquet files, or nodes of a store).
-:func:`scan_task` is pure — it reads its partitions, normalises them and runs
-:func:`perfsleuth.processes.scanner.scan_node` per node — so a local process pool and a Dask
-cluster run the very same function on the very same tasks, and their results are identical.
+:func:`scan_task` is pure — it reads its partitions straight into numpy columns, checks them
+as the process contract does, and runs :func:`perfsleuth.processes.scanner.scan_columns` on
+all of its nodes at once (one pass over the columns, no group per node) — so a local process
+pool and a Dask cluster run the very same function on the very same tasks, and their results
+are identical. A task whose data the quick checks doubt (a missing value, a duplicate, text
+where numbers belong) goes through :func:`perfsleuth.frames.normalise`, which names the file,
+row and column. Rows may come in any order.
 
 Layouts read: a folder partitioned by node (``node=<name>/*.parquet``, as
 ``pyarrow.dataset.write_dataset(..., partitioning=["node"], partitioning_flavor="hive")``
@@ -24,17 +28,23 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from perfsleuth.errors import ConfigError, DataError, SourceError
 from perfsleuth.findings import Finding, ordered
 from perfsleuth.frames import normalise
+from perfsleuth.processes.periods import Columns, RepeatedRows
 from perfsleuth.processes.rules import DEFAULT_RULES, ProcessRules
-from perfsleuth.processes.scanner import scan_node
+from perfsleuth.processes.scanner import ColumnsScan, scan_columns, skip_nodes
 
-__all__ = ["Task", "plan", "scan_fleet", "scan_task"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["Coverage", "Task", "plan", "scan_fleet", "scan_task"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,66 +110,244 @@ def plan(source: Path, *, tasks: int = 64) -> list[Task]:
 
 
 def _process_nodes(path: Path) -> set[str]:
-    # the Store has no read-only query method; a second read-only connection is allowed
-    import duckdb
+    from perfsleuth.store import Store
 
-    try:
-        with duckdb.connect(str(path), read_only=True) as con:
-            rows = con.execute("SELECT DISTINCT node FROM processes").fetchall()
-    except duckdb.Error as exc:
-        raise SourceError(f"{path}: cannot list the nodes of the store: {exc}") from exc
-    return {str(row[0]) for row in rows}
+    # through the store: it also holds what a running collector has not folded in yet
+    with Store(path, read_only=True) as db:
+        return set(db.process_nodes())
 
 
-def _read_task(task: Task) -> pd.DataFrame:
+def _where(task: Task) -> str:
+    return task.store or (task.files[0][0] if task.files else "<task>")
+
+
+def _read_task(task: Task) -> Columns:
+    """A task's rows as columns: straight from Arrow when plainly valid, else through the
+    contract's checks (which name the file, row and column of what is wrong)."""
     if task.store is not None:
-        from perfsleuth.processes.scanner import attach_nodes
-        from perfsleuth.store import Store
+        return Columns.of(normalise(_read_store(task), "process", source=task.store))
+    table = _read_table(task)
+    quick = _quick_columns(table)
+    if quick is not None:
+        return quick
+    return Columns.of(_checked(table.to_pandas(), task))
 
-        with Store(task.store, read_only=True) as db:
-            frame = db.read_frame("process", node=list(task.nodes))
-            table = db.read_frame("node", node=list(task.nodes))
-        frame = frame.drop(columns=["io_bytes"]) if frame["io_bytes"].isna().all() else frame
-        if len(table) and len(frame):
-            frame = attach_nodes(frame, table, source=task.store)
-        return frame
+
+def _checked(frame: pd.DataFrame, task: Task) -> pd.DataFrame:
+    # the periods do not depend on the order of the rows: partitions need not be sorted
+    return normalise(frame, "process", source=_where(task), disorder="sort")
+
+
+def _frame_of(task: Task) -> pd.DataFrame:
+    return _read_store(task) if task.store is not None else _read_table(task).to_pandas()
+
+
+def _read_table(task: Task) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     tables = []
+    text: list[str] | None = None
     for path, node in task.files:
         try:
-            table = pq.read_table(path)
+            if text is None:  # the task's files share their columns, as a dataset's do
+                text = [c for c in _TEXT if c in pq.read_schema(path).names]
+            try:
+                # text stays dictionary-encoded (decoding every name is most of a read); one
+                # worker per CPU already: no reader threads, no read-ahead
+                file = pq.ParquetFile(path, read_dictionary=text, pre_buffer=False)
+            except KeyError:  # this file lacks one of them
+                file = pq.ParquetFile(path, pre_buffer=False)
+            table = file.read(use_threads=False)
         except (OSError, pa.ArrowInvalid) as exc:
             raise SourceError(f"{path}: cannot read Parquet: {exc}") from exc
         if node is not None and "node" not in table.column_names:
-            table = table.append_column("node", pa.array([node] * table.num_rows, pa.string()))
+            codes = pa.array(np.zeros(table.num_rows, np.int32))
+            table = table.append_column(
+                "node", pa.DictionaryArray.from_arrays(codes, pa.array([node]))
+            )
         tables.append(table)
-    if not tables:
-        return pd.DataFrame()
-    combined = pa.concat_tables(tables, promote_options="default")
-    return combined.to_pandas()
+    return pa.concat_tables(tables, promote_options="permissive").unify_dictionaries()
+
+
+def _read_store(task: Task) -> pd.DataFrame:
+    from perfsleuth.processes.scanner import attach_nodes
+    from perfsleuth.store import Store
+
+    store = str(task.store)
+    with Store(store, read_only=True) as db:
+        frame = db.read_frame("process", node=list(task.nodes))
+        table = db.read_frame("node", node=list(task.nodes))
+    frame = frame.drop(columns=["io_bytes"]) if frame["io_bytes"].isna().all() else frame
+    if len(table) and len(frame):
+        frame = attach_nodes(frame, table, source=store)
+    return frame
+
+
+_NEEDED = ("time", "node", "pid", "name", "user", "cpu", "rss_bytes")
+_TEXT = ("node", "name", "user", "os")
+_NUMBERS = ("cpu", "rss_bytes", "ncpu", "machine_cpu", "volume")
+_SPARSE = ("file_bytes", "start_time", "cpu_wait")  # may be unknown (NaN) for some rows
+
+
+def _quick_columns(table: pa.Table) -> Columns | None:
+    """The columns of a process table when they are plainly valid (typed as the contract
+    says, no missing or negative value), else None. Repeated rows are found when the periods
+    are built (:class:`~perfsleuth.processes.periods.RepeatedRows`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = set(table.column_names)
+    if not set(_NEEDED) <= names or table.num_rows == 0:
+        return None
+    time = table.column("time")
+    if not pa.types.is_timestamp(time.type) or time.null_count:
+        return None
+    nanos = pc.cast(time, pa.timestamp("ns", time.type.tz)).to_numpy().view(np.int64)
+    pid = table.column("pid")
+    if not pa.types.is_integer(pid.type) or pid.null_count:
+        return None
+    numbers: dict[str, NDArray[np.float64]] = {}
+    for column in (*_NUMBERS, *_SPARSE):
+        if column not in names:
+            continue
+        values = table.column(column)
+        if not (pa.types.is_floating(values.type) or pa.types.is_integer(values.type)):
+            return None
+        array = values.to_numpy().astype(np.float64, copy=False)
+        if column in _NUMBERS and not np.isfinite(array).all():
+            return None
+        if (array < 0).any():  # NaN compares False: a sparse column's unknowns pass
+            return None
+        numbers[column] = array
+    text: dict[str, tuple[NDArray[np.int64], list[str]]] = {}
+    for column in _TEXT:
+        if column not in names:
+            continue
+        values = table.column(column)
+        if values.null_count:
+            return None
+        if not pa.types.is_dictionary(values.type):
+            values = pc.dictionary_encode(values)
+        chunks = values.chunks
+        # one dictionary for every chunk (the table's dictionaries are unified)
+        dictionary = [str(v) for v in chunks[0].dictionary.to_pylist()] if chunks else []
+        if "" in dictionary or any(
+            not c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]
+        ):
+            return None
+        indices = np.concatenate(
+            [c.indices.to_numpy(zero_copy_only=False).astype(np.int64) for c in chunks]
+        )
+        order = np.argsort(np.array(dictionary, dtype=object))  # codes follow sorted values
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        text[column] = (rank[indices], [dictionary[i] for i in order])
+    cols = Columns(
+        node=text["node"][0],
+        nodes=text["node"][1],
+        time=nanos,
+        pid=pid.to_numpy().astype(np.int64, copy=False),
+        name=text["name"][0],
+        names=text["name"][1],
+        user=text["user"][0],
+        users=text["user"][1],
+        cpu=numbers["cpu"],
+        rss_bytes=numbers["rss_bytes"],
+        optional={k: v for k, v in numbers.items() if k not in ("cpu", "rss_bytes")},
+        os=text["os"][0] if "os" in text else None,
+        os_names=text["os"][1] if "os" in text else [],
+    )
+    return cols
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """What the checks could see across the nodes of some tasks (add them with ``+``).
+
+    ``blind[check]`` counts the nodes that had fewer periods than the check needs, and
+    ``examples[check]`` names a few of them with what they had.
+    """
+
+    nodes: int = 0
+    covered: int = 0
+    saturated: int = 0
+    blind: tuple[tuple[str, int], ...] = ()
+    examples: tuple[tuple[str, str], ...] = ()
+
+    def __add__(self, other: Coverage) -> Coverage:
+        blind = dict(self.blind)
+        for check, count in other.blind:
+            blind[check] = blind.get(check, 0) + count
+        return Coverage(
+            self.nodes + other.nodes,
+            self.covered + other.covered,
+            self.saturated + other.saturated,
+            tuple(sorted(blind.items())),
+            (self.examples + other.examples)[:50],
+        )
+
+    def lines(self) -> list[str]:
+        """For people: the checks that lacked periods somewhere, or that none did."""
+        share = self.saturated / self.covered if self.covered else 0.0
+        if not self.blind:
+            return [
+                f"every check had the periods it needs on all {self.nodes} node(s) "
+                f"({share:.0%} of the periods saturated)"
+            ]
+        out = []
+        for check, count in self.blind:
+            shown = [text for c, text in self.examples if c == check][:5]
+            out.append(
+                f"{check} lacked periods on {count} of {self.nodes} node(s): " + "; ".join(shown)
+            )
+        return out
+
+
+def _coverage(part: ColumnsScan) -> Coverage:
+    data = part.periods
+    blind: dict[str, int] = {}
+    examples: list[tuple[str, str]] = []
+    for n, items in enumerate(part.coverage):
+        for item in items:
+            if not item.possible:
+                blind[item.check] = blind.get(item.check, 0) + 1
+                if sum(1 for c, _ in examples if c == item.check) < 5:
+                    text = f"{data.nodes[n]} has {item.available} {item.unit}, needs {item.needed}"
+                    examples.append((item.check, text + (f" ({item.why})" if item.why else "")))
+    return Coverage(
+        nodes=len(data.nodes),
+        covered=int(data.covered.sum()),
+        saturated=int((data.saturated & data.covered).sum()),
+        blind=tuple(sorted(blind.items())),
+        examples=tuple(examples),
+    )
 
 
 def scan_task(
     task: Task, rules: ProcessRules = DEFAULT_RULES, kinds: Sequence[str] | None = None
 ) -> list[Finding]:
-    """Read one task's partitions and run the process checks on each of its nodes."""
-    frame = _read_task(task)
-    if len(frame) == 0:
-        return []
-    where = task.store or (task.files[0][0] if task.files else "<task>")
-    frame = normalise(frame, "process", source=where)
-    # pandas deep-copies attrs (the coverage report) on every operation: drop it, it is not used
-    frame.attrs = {}
-    # Categorical text: the per-node grouping by (pid, name) is several times faster on codes
-    # than on Arrow strings; categories sort like the strings, so results do not change.
-    for column in ("node", "name", "user"):
-        frame[column] = frame[column].astype("category")
-    findings: list[Finding] = []
-    for _, rows in frame.groupby("node", sort=True, observed=True):
-        findings.extend(scan_node(rows, rules, kinds))
-    return findings
+    """Read one task's partitions and run the process checks on all of its nodes at once."""
+    return _scan_task(task, rules, kinds)[0]
+
+
+def _scan_task(
+    task: Task, rules: ProcessRules, kinds: Sequence[str] | None
+) -> tuple[list[Finding], Coverage]:
+    """:func:`scan_task`, and what the checks could see."""
+    cols, _ = skip_nodes(_read_task(task), rules)
+    if not len(cols):
+        return [], Coverage()
+    try:
+        parts = list(scan_columns(cols, rules, kinds))
+    except RepeatedRows:  # the contract drops identical repeats and names conflicting ones
+        frame = _checked(_frame_of(task), task)
+        cols, _ = skip_nodes(Columns.of(frame), rules)
+        parts = list(scan_columns(cols, rules, kinds))
+    seen = Coverage()
+    for part in parts:
+        seen = seen + _coverage(part)
+    return [f for part in parts for f in part.findings], seen
 
 
 def _pool(workers: int | None) -> ProcessPoolExecutor:
@@ -179,6 +367,7 @@ def scan_fleet(
     client: object | None = None,
     workers: int | None = None,
     progress: Progress | None = None,
+    seen: Callable[[Coverage], None] | None = None,
 ) -> list[Finding]:
     """Run :func:`scan_task` on every task and return all findings, ordered.
 
@@ -190,27 +379,37 @@ def scan_fleet(
         A ``distributed.Client`` to use instead of connecting to ``scheduler``.
     workers
         Processes of the local pool (default: one per CPU; 1 runs in this process).
+    progress
+        Called with (tasks done, tasks in all) as tasks finish.
+    seen
+        Called with what the checks could see on each task's nodes, as tasks finish.
     """
     todo = list(tasks)
     chosen = None if kinds is None else list(kinds)
     if scheduler is not None or client is not None:
-        return _scan_dask(todo, rules, chosen, scheduler, client, progress)
+        return _scan_dask(todo, rules, chosen, scheduler, client, progress, seen)
     findings: list[Finding] = []
     if workers == 1 or len(todo) <= 1:
         for done, task in enumerate(todo, 1):
-            findings.extend(scan_task(task, rules, chosen))
+            found, covered = _scan_task(task, rules, chosen)
+            findings.extend(found)
+            if seen is not None:
+                seen(covered)
             if progress is not None:
                 progress(done, len(todo))
         return ordered(findings)
     with _pool(workers) as pool:
-        pending: set[Future[list[Finding]]] = {
-            pool.submit(scan_task, task, rules, chosen) for task in todo
+        pending: set[Future[tuple[list[Finding], Coverage]]] = {
+            pool.submit(_scan_task, task, rules, chosen) for task in todo
         }
         done = 0
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                findings.extend(future.result())
+                found, covered = future.result()
+                findings.extend(found)
+                if seen is not None:
+                    seen(covered)
                 done += 1
                 if progress is not None:
                     progress(done, len(todo))
@@ -224,6 +423,7 @@ def _scan_dask(
     scheduler: str | None,
     client: object | None,
     progress: Progress | None,
+    seen: Callable[[Coverage], None] | None,
 ) -> list[Finding]:
     try:
         from distributed import Client, as_completed
@@ -239,10 +439,13 @@ def _scan_dask(
     if not isinstance(active, Client):
         raise DataError(f"client must be a distributed.Client, got {type(active).__name__}")
     try:
-        futures = active.map(scan_task, todo, rules=rules, kinds=kinds, pure=False)
+        futures = active.map(_scan_task, todo, rules=rules, kinds=kinds, pure=False)
         findings: list[Finding] = []
         for done, future in enumerate(as_completed(futures), 1):  # type: ignore[no-untyped-call]
-            findings.extend(future.result())
+            found, covered = future.result()
+            findings.extend(found)
+            if seen is not None:
+                seen(covered)
             if progress is not None:
                 progress(done, len(todo))
         return ordered(findings)

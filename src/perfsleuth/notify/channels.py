@@ -2,6 +2,10 @@
 
 Each deliverer raises :class:`DeliveryError` with a one-line reason when it fails; the caller
 keeps the item in the outbox. Only the standard library (smtplib, urllib) is used.
+
+The webhook's URL comes from the settings at delivery time, not from the outbox (which never
+holds it): credentials in it (``https://user:password@host/…``) are sent as HTTP basic auth,
+and every message shows the URL without them (:func:`perfsleuth.urls.redact`).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import json
 import os
 import smtplib
 import urllib.error
+import urllib.parse
 import urllib.request
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
@@ -18,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfsleuth.errors import PerfsleuthError
 from perfsleuth.notify.outbox import OutboxItem
+from perfsleuth.urls import basic_auth, redact
 
 if TYPE_CHECKING:
     from perfsleuth.store import Store
@@ -59,25 +65,48 @@ def _email(payload: dict[str, Any], *, host: str, port: int, timeout: float) -> 
         raise DeliveryError(f"SMTP {host}:{port} refused {sorted(refused)}")
 
 
-def _webhook(payload: dict[str, Any], *, timeout: float) -> None:
-    url = str(payload["url"])
+def _webhook(payload: dict[str, Any], *, url: str, timeout: float) -> None:
+    url = url or str(payload.get("url", ""))  # items queued by older versions carry their URL
+    shown = redact(url)
+    if not url:
+        raise DeliveryError("no webhook configured")
     if not url.startswith(("http://", "https://")):
-        raise DeliveryError(f"webhook {url!r}: only http(s) URLs are posted to")
+        raise DeliveryError(f"webhook {shown!r}: only http(s) URLs are posted to")
+    bare, auth = basic_auth(url)
+    headers = {"Content-Type": "application/json", "User-Agent": "perfsleuth"}
+    if auth is not None:
+        headers["Authorization"] = auth
     request = urllib.request.Request(
-        url,
+        bare,
         data=json.dumps(payload["body"], ensure_ascii=False).encode("utf-8"),
-        headers={"Content-Type": "application/json", "User-Agent": "perfsleuth"},
+        headers=headers,
         method="POST",
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             status = response.status
     except urllib.error.HTTPError as exc:
-        raise DeliveryError(f"webhook {url}: HTTP {exc.code}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise DeliveryError(f"webhook {url}: {exc}") from exc
+        exc.close()
+        raise DeliveryError(f"webhook {shown}: HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise DeliveryError(f"webhook {shown}: {_redact_reason(reason, url)}") from None
     if not 200 <= status < 300:
-        raise DeliveryError(f"webhook {url}: HTTP {status}")
+        raise DeliveryError(f"webhook {shown}: HTTP {status}")
+
+
+def _redact_reason(reason: object, url: str) -> str:
+    """An error's text without the URL's secrets, should the error quote them."""
+    text = str(reason)
+    for secret in _secrets(url):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _secrets(url: str) -> list[str]:
+    parts = urllib.parse.urlsplit(url)
+    found = [parts.password or "", parts.username or "", parts.query, parts.fragment]
+    return sorted({s for s in found if len(s) >= 3}, key=len, reverse=True)
 
 
 def _ticket(payload: dict[str, Any]) -> None:
@@ -115,12 +144,14 @@ def deliver(
     smtp_port: int,
     timeout: float,
     store: Store | None,
+    webhook: str = "",
 ) -> None:
-    """Deliver ``item`` or raise :class:`DeliveryError`."""
+    """Deliver ``item`` or raise :class:`DeliveryError` (``webhook``: the URL webhook items
+    are posted to)."""
     if item.channel == "email":
         _email(item.payload, host=smtp_host, port=smtp_port, timeout=timeout)
     elif item.channel == "webhook":
-        _webhook(item.payload, timeout=timeout)
+        _webhook(item.payload, url=webhook, timeout=timeout)
     elif item.channel == "ticket":
         _ticket(item.payload)
     elif item.channel == "history":

@@ -4,6 +4,8 @@ retried on the next run: nothing is lost.
 
 Layout: ``<dir>/pending/<created>-<id>.json`` (one file per delivery, written atomically by
 rename) and ``<dir>/state.json`` (when each pathology was last notified, for the repeat policy).
+Notifications carry findings about the estate: the folders are private (0700) and the files
+too (0600); no webhook URL or other secret is written here.
 """
 
 from __future__ import annotations
@@ -41,7 +43,11 @@ class OutboxItem:
 
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    # created private: a umask must not make it readable by others even for a moment
+    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(tmp, 0o600)  # O_CREAT keeps the mode of a file left by a crash
     os.replace(tmp, path)
 
 
@@ -52,7 +58,9 @@ class Outbox:
         self.path = Path(path)
         self.pending_dir = self.path / "pending"
         try:
-            self.pending_dir.mkdir(parents=True, exist_ok=True)
+            self.pending_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            for folder in (self.path, self.pending_dir):  # also one made by an older version
+                os.chmod(folder, 0o700)
         except OSError as exc:
             raise SourceError(f"{self.path}: cannot create the outbox: {exc.strerror}") from exc
 
@@ -68,6 +76,7 @@ class Outbox:
         items = []
         for path in sorted(self.pending_dir.glob("*.json")):
             try:
+                os.chmod(path, 0o600)  # an item an older version left readable by others
                 data = json.loads(path.read_text(encoding="utf-8"))
                 items.append((path, OutboxItem(**data)))
             except (OSError, ValueError, TypeError) as exc:

@@ -2,7 +2,10 @@
 
 The policy (Kaminski §2.1 and §3):
 
-* **one combined summary per run** and audience, never one message per finding;
+* **one combined summary per run** and audience, never one message per finding — except that
+  an incident whose findings come from more than one family (:mod:`perfsleuth.incidents`: one
+  story, e.g. a latency change, the transaction that got slower and the CPU it saturates) gets
+  a message of its own that opens with its story;
 * **duplicates within a run are suppressed**: findings about the same pathology (kind, entity,
   metric) are notified once, the most severe kept;
 * **repeat while it persists**: a pathology notified less than ``repeat`` ago (default a day,
@@ -34,6 +37,7 @@ from perfsleuth.notify.settings import NotifySettings
 from perfsleuth.notify.summary import Graph, render_summary
 
 if TYPE_CHECKING:
+    from perfsleuth.incidents import Incident
     from perfsleuth.store import Store
 
 __all__ = ["NotifyReport", "flush", "notify", "pathology_key"]
@@ -83,6 +87,7 @@ def flush(
                 smtp_port=settings.smtp_port,
                 timeout=settings.smtp_timeout.total_seconds(),
                 store=store,
+                webhook=settings.webhook,
             )
         except DeliveryError as exc:
             outbox.failed(path, item, str(exc))
@@ -103,6 +108,7 @@ def notify(
     graphs: Mapping[str, Graph] | None = None,
     now: datetime | None = None,
     title: str = "perfsleuth process pathologies",
+    incidents: Sequence[Incident] = (),
 ) -> NotifyReport:
     """Queue this run's notifications and deliver everything pending (see the module docstring).
 
@@ -117,6 +123,8 @@ def notify(
         Finding id → :class:`Graph`, drawn inline in the e-mail.
     now
         The run's time (tests and replays); default: the clock.
+    incidents
+        The run's incidents: one that spans several families gets a message of its own.
     """
     box = outbox if isinstance(outbox, Outbox) else Outbox(outbox)
     when = (now or datetime.now(UTC)).astimezone(UTC)
@@ -152,6 +160,7 @@ def notify(
             when,
             title,
             store is not None,
+            incidents,
         )
         for finding in report.due:
             state[pathology_key(finding)] = when.isoformat()
@@ -169,6 +178,7 @@ def _queue(
     when: datetime,
     title: str,
     history: bool,
+    incidents: Sequence[Incident] = (),
 ) -> None:
     public = [f for f in due if not _stealthy(f, settings)]
     audiences = [(list(settings.analysts), due, f"{title} (FYEO)")]
@@ -177,19 +187,22 @@ def _queue(
     for to, chosen, heading in audiences:
         if not to or not chosen:
             continue
-        summary = render_summary(chosen, title=heading, graphs=graphs, repeats=repeats)
-        box.put(
-            OutboxItem(
-                "email",
-                build_email(
-                    sender=settings.sender,
-                    to=to,
-                    subject=summary.subject,
-                    text=summary.text,
-                    html=summary.html,
-                ),
+        for group, story in _messages(chosen, incidents):
+            summary = render_summary(
+                group, title=heading, graphs=graphs, repeats=repeats, story=story
             )
-        )
+            box.put(
+                OutboxItem(
+                    "email",
+                    build_email(
+                        sender=settings.sender,
+                        to=to,
+                        subject=summary.subject,
+                        text=summary.text,
+                        html=summary.html,
+                    ),
+                )
+            )
     if settings.webhook and public and not settings.stealth:
         body = {
             "title": title,
@@ -198,7 +211,8 @@ def _queue(
                 {**f.to_dict(), "repeat": f.id in repeats, "node": _node(f)} for f in public
             ],
         }
-        box.put(OutboxItem("webhook", {"url": settings.webhook, "body": body}))
+        # the URL (and any secret in it) stays in the settings: delivery takes it from there
+        box.put(OutboxItem("webhook", {"body": body}))
     if settings.tickets and not settings.stealth:
         for f in public:
             digest = hashlib.blake2b(pathology_key(f).encode(), digest_size=6).hexdigest()
@@ -225,6 +239,28 @@ def _queue(
                 },
             )
         )
+
+
+def _messages(
+    chosen: Sequence[Finding], incidents: Sequence[Incident]
+) -> list[tuple[list[Finding], str]]:
+    """The e-mails for ``chosen``: one per incident with findings of several families (its
+    story first), then one combined summary of the rest."""
+    from perfsleuth.families import family_of
+
+    out: list[tuple[list[Finding], str]] = []
+    taken: set[str] = set()
+    ids = {f.id for f in chosen}
+    for incident in incidents:
+        mine = [f for f in incident.findings if f.id in ids]
+        families = {found.name if (found := family_of(f)) else "" for f in incident.findings}
+        if len(families) > 1 and mine:
+            out.append((mine, incident.story))
+            taken.update(f.id for f in mine)
+    rest = [f for f in chosen if f.id not in taken]
+    if rest:
+        out.append((rest, ""))
+    return out
 
 
 def _safe(name: str) -> str:

@@ -66,24 +66,33 @@ def render_summary(
     title: str,
     graphs: Mapping[str, Graph] | None = None,
     repeats: frozenset[str] = frozenset(),
+    story: str = "",
 ) -> Summary:
     """Render ``findings`` grouped by node, most severe first.
 
     ``repeats`` holds the ids of findings already notified on an earlier run (marked
-    "still present"), so people see what is new.
+    "still present"), so people see what is new. ``story`` (an incident's) opens the message
+    and makes it its subject.
     """
     graphs = graphs or {}
     items = ordered(findings)
     nodes = sorted({_node(f) for f in items})
-    subject = (
-        f"{title}: {len(items)} patholog{'y' if len(items) == 1 else 'ies'} on "
-        f"{len(nodes)} node{'' if len(nodes) == 1 else 's'}"
-    )
+    if story:
+        head = story if len(story) <= 120 else story[:119].rstrip() + "…"
+        subject = f"{title}: incident on {', '.join(nodes)}: {head}"
+    else:
+        subject = (
+            f"{title}: {len(items)} patholog{'y' if len(items) == 1 else 'ies'} on "
+            f"{len(nodes)} node{'' if len(nodes) == 1 else 's'}"
+        )
     lines = [subject, ""]
     html = [
         '<!DOCTYPE html><html><body style="font-family: sans-serif; font-size: 14px">',
         f'<h2 style="font-size: 16px">{escape(subject)}</h2>',
     ]
+    if story:
+        lines += [story, ""]
+        html.append(f"<p>{escape(story)}</p>")
     for node in nodes:
         lines.append(f"== {node}")
         html.append(f'<h3 style="font-size: 15px">{escape(node)}</h3><ul>')

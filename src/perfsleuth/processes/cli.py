@@ -8,11 +8,23 @@ from typing import Annotated
 
 import typer
 
+from perfsleuth.cli.inputs import (
+    DisorderOption,
+    DuplicatesOption,
+    Messy,
+    MissingOption,
+    SinceOption,
+    TimeUnitOption,
+    TzOption,
+    UntilOption,
+    source_spec,
+)
 from perfsleuth.cli.output import (
     ReportOption,
     StoreOption,
     emit,
     execute,
+    note,
     notify_settings,
     time_option,
 )
@@ -39,7 +51,8 @@ class Check(StrEnum):
 def scan_command(
     ctx: typer.Context,
     data: Annotated[
-        list[Path], typer.Argument(help="Process frame(s): CSV or Parquet.", show_default=False)
+        list[Path],
+        typer.Argument(help="Process frame(s): CSV or Parquet (- for stdin).", show_default=False),
     ],
     rules: Annotated[
         Path | None, typer.Option(help="Rules file (TOML); default: the built-in rules.")
@@ -61,21 +74,42 @@ def scan_command(
     now: Annotated[
         str | None, typer.Option(help="Time of the run for the repeat policy (ISO 8601).")
     ] = None,
+    coverage: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write what each check could see per node (periods available / needed, "
+            "saturated share, short-lived processes) to this JSON file."
+        ),
+    ] = None,
     store: StoreOption = None,
     report: ReportOption = None,
+    missing: MissingOption = None,
+    disorder: DisorderOption = None,
+    duplicates: DuplicatesOption = None,
+    time_unit: TimeUnitOption = None,
+    tz: TzOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
 ) -> None:
-    """Scan DATA for CPU loops, constrained loops, hums, ramps, saw-tooths, caps, capture."""
+    """Scan DATA for CPU loops, constrained loops, hums, ramps, saw-tooths, caps, capture.
+
+    Says on stderr what each check could see (periods available against periods needed), so
+    "No findings." also says whether anything could have been found.
+    """
     from perfsleuth.processes.checks import CHECKS
-    from perfsleuth.processes.detector import ProcessDetector
+    from perfsleuth.processes.detector import ProcessAnalysis, ProcessDetector
     from perfsleuth.processes.rules import load_rules
     from perfsleuth.run import Input, Outputs, Plan, Step
-    from perfsleuth.sources.specs import FileSource
 
     chosen = {c.value for c in check or Check}
     detector = ProcessDetector(
         rules=load_rules(rules), checks=tuple(name for name in CHECKS if name in chosen)
     )
-    sources = tuple(FileSource(path=p, contract="process", nodes=nodes) for p in data)
+    messy = Messy(missing, disorder, duplicates, time_unit, tz, since, until)
+    sources = tuple(
+        source_spec({"kind": "file", "path": p, "contract": "process", "nodes": nodes}, messy)
+        for p in data
+    )
     plan = Plan(
         (Input("process", "process", sources),),
         (Step(detector, "process"),),
@@ -85,7 +119,27 @@ def scan_command(
         command=f"perfsleuth processes scan {', '.join(map(str, data))}",
         skip_unsuitable=False,
     )
-    emit(ctx, execute(plan, now=time_option(now, "--now")).findings)
+    result = execute(plan, now=time_option(now, "--now"))
+    analysis = result.analysis("processes")
+    if isinstance(analysis, ProcessAnalysis):
+        for line in analysis.coverage_lines():
+            note(f"coverage: {line}")
+        if coverage is not None:
+            write_json(coverage, analysis.coverage_dict())
+    emit(ctx, result.findings)
+
+
+def write_json(path: Path, data: object) -> None:
+    """``data`` as indented JSON in ``path`` (:class:`SourceError` when it cannot be written)."""
+    import json
+
+    from perfsleuth.errors import SourceError
+
+    try:
+        path.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    note(f"coverage: {path}")
 
 
 @processes_app.command("rules")

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from perfsleuth.findings import Finding, Kind
 from perfsleuth.notify.summary import Graph
 from perfsleuth.processes.periods import NodePeriods
-from perfsleuth.processes.rules import ProcessRules, members
+from perfsleuth.processes.rules import ProcessRules
 
 __all__ = ["finding_graph"]
 
@@ -41,6 +41,11 @@ def _process_row(data: NodePeriods, finding: Finding) -> int | None:
     return None
 
 
+def _name_row(data: NodePeriods, finding: Finding) -> int | None:
+    name = finding.evidence_dict().get("process")
+    return next((k for k, n in enumerate(data.by_name.name) if n == name), None)
+
+
 def finding_graph(data: NodePeriods, finding: Finding, rules: ProcessRules) -> Graph | None:
     """The graph of one finding about ``data``'s node (None when its series is not there)."""
     ev = finding.evidence_dict()
@@ -57,25 +62,27 @@ def finding_graph(data: NodePeriods, finding: Finding, rules: ProcessRules) -> G
         unit = "cores"
     elif finding.kind in (Kind.MEMORY_RAMP, Kind.SAW_TOOTH):
         column = finding.metric
-        if column not in data.columns:
-            return None
-        names = np.array(data.name, dtype=object)
-        block = data.columns[column][names == ev.get("process")]
-        if not len(block):
-            return None
-        present = np.isfinite(block).any(axis=0)
-        values = np.where(present, np.nansum(block, axis=0), np.nan) / _MIB
+        if "pid" in ev:  # one process over its life
+            p = _process_row(data, finding)
+            if p is None or column not in data.columns:
+                return None
+            values = data.columns[column][p] / _MIB
+        else:  # a name of a group followed by name
+            k = _name_row(data, finding)
+            if k is None or column not in data.by_name.columns:
+                return None
+            values = data.by_name.columns[column][k] / _MIB
         unit = "MiB"
     elif finding.kind is Kind.CAP_EXCEEDED:
         group = next((g for g in rules.groups if g.name == ev.get("group")), None)
-        if group is None:
+        series = None if group is None else data.groups.get(group.name)
+        if group is None or series is None:
             return None
-        rows = np.flatnonzero(members(group, data.name, data.user))
         if finding.metric == "cpu":
-            values = data.cpu[rows].sum(axis=0) / data.ncpu
+            values = series.cpu[0] / data.ncpu
             marks, unit = (group.max_cpu_fraction,), "fraction of the box"
         else:
-            values = np.nansum(data.columns["rss_bytes"][rows], axis=0) / _MIB
+            values = series.rss[0] / _MIB
             marks, unit = (group.max_rss_bytes / _MIB,), "MiB"
     elif finding.kind is Kind.CAPTURE_RATIO:
         with np.errstate(invalid="ignore", divide="ignore"):

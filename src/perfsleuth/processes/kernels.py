@@ -66,9 +66,9 @@ class SawTooth:
 
     resets: tuple[int, ...]
     period: float
-    """Median number of periods between resets (the tooth length for one reset)."""
+    """Median length of a tooth, in periods (from the reset before it to its own)."""
     regularity: float
-    """Coefficient of variation of the spacings (0 = perfectly periodic; NaN with one)."""
+    """Coefficient of variation of the tooth lengths (0 = perfectly periodic; NaN with one)."""
     peak: float
     """Median of the teeth's highest levels."""
     rise: float
@@ -178,6 +178,7 @@ def find_saw_tooth(
     if len(cuts) < min_teeth:
         return None
     teeth: list[int] = []
+    lengths: list[int] = []
     rises: list[float] = []
     peaks: list[float] = []
     start = 0
@@ -187,17 +188,17 @@ def find_saw_tooth(
         )
         if rise > 0:
             teeth.append(int(cut))
+            lengths.append(int(cut) - start)
             rises.append(rise)
             peaks.append(float(values[start:cut].max()))
         start = int(cut)
     if len(teeth) < min_teeth:
         return None
-    spacing = np.diff(teeth).astype(np.float64)
-    if len(spacing):
-        period = float(np.median(spacing))
-        regularity = float(spacing.std() / spacing.mean()) if len(spacing) > 1 else float("nan")
-    else:
-        period, regularity = float(teeth[0]), float("nan")
+    # the teeth's own lengths, not the spacing of the teeth kept: a reset that falls inside a
+    # period blurs the tooth around it, and skipping that one must not double the period
+    spans = np.asarray(lengths, dtype=np.float64)
+    period = float(np.median(spans))
+    regularity = float(spans.std() / spans.mean()) if len(spans) > 1 else float("nan")
     return SawTooth(
         resets=tuple(teeth),
         period=period,

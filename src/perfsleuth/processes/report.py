@@ -3,7 +3,9 @@
 Each plot is the series behind a finding, per period (:mod:`perfsleuth.processes.graphs`): CPU
 with the loop band for loops, memory or open-file size for ramps and saw-tooths, the group's
 share of the box with its cap, the capture ratio with its allowed range. The finding's periods
-are shaded. A table lists every finding with its key evidence. Everything is drawn from a
+are shaded. A table lists every finding with its key evidence, and one says what each check
+could see on each node (periods available against periods needed), so a section without
+findings says whether there could have been any. Everything is drawn from a
 :class:`~perfsleuth.processes.detector.ProcessAnalysis`: the periods its detector computed.
 """
 
@@ -68,7 +70,7 @@ def section(analysis: ProcessAnalysis, *, max_points: int = 5000) -> Section:
     settings = rules.settings
     intro = (
         f"{len(analysis.nodes)} node(s) checked; periods of {format_duration(settings.period)}, "
-        f"review windows of {format_duration(settings.window)}"
+        f"review windows of {format_duration(settings.review_window)}"
         + (
             f"; {len(analysis.skipped)} node(s) on the never-alert list skipped"
             if analysis.skipped
@@ -76,13 +78,49 @@ def section(analysis: ProcessAnalysis, *, max_points: int = 5000) -> Section:
         )
         + f". {len(items)} finding(s) on {flagged} node(s)"
         + (f"; the {len(shown)} most severe plotted." if len(items) > len(shown) else ".")
+        + "".join(f" {line[0].upper()}{line[1:]}." for line in analysis.coverage_lines(limit=3))
     )
+    tables = [_table(items)] if items else []
     return Section(
         title="Process pathologies: the series behind each finding",
         intro=intro,
         figures=figures,
-        tables=[_table(items)] if items else [],
+        tables=[*tables, _coverage_table(analysis)],
         family="processes",
+    )
+
+
+_COVERAGE_ROWS = 50
+
+
+def _coverage_table(analysis: ProcessAnalysis) -> Table:
+    """Per node (those that could not run every check first): periods, saturation, churn,
+    and each check's periods available / needed."""
+    nodes = sorted(analysis.nodes, key=lambda n: (all(c.possible for c in n.coverage), n.node))
+    checks = analysis.detector.checks
+    rows = []
+    for node in nodes[:_COVERAGE_ROWS]:
+        cells = {
+            c.check: f"{c.available}/{c.needed}" + ("" if c.possible else " ✗")
+            for c in node.coverage
+        }
+        rows.append(
+            (
+                node.node,
+                str(node.covered),
+                f"{node.saturated_share:.0%}",
+                str(node.churn),
+                *(cells.get(check, "") for check in checks),
+            )
+        )
+    more = len(nodes) - len(rows)
+    return Table(
+        columns=("node", "periods with data", "saturated", "short-lived", *checks),
+        rows=tuple(rows),
+        caption=(
+            "What each check could see: periods available / needed (✗: too few to find "
+            "anything)" + (f"; {more} more node(s) not shown" if more > 0 else "")
+        ),
     )
 
 

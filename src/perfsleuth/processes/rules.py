@@ -8,7 +8,7 @@ and key path)::
 
     [settings]
     period = "1h"          # the aggregation interval (the paper: one hour)
-    window = "24h"         # the review period (the paper: 24 one-hour periods a day)
+    window = "24h"         # the review period (default: 24 periods, the paper's day)
 
     [os.linux]             # the paper's Linux line: deviation .05 around a mean of 1.00, 8 h
     mean = 1.00
@@ -26,6 +26,11 @@ and key path)::
     max_cpu_fraction = 0.10
     stealth = true         # a fact about the group: only the analysts hear about it
 
+    [[groups]]             # a service restarted under new pids: its memory as one series
+    name = "cache"
+    processes = ["cachesrv"]
+    by_name = true
+
 The built-in defaults (:data:`DEFAULT_RULES`, the file ``default_rules.toml`` shipped in this
 package) work out of the box; a user's file only lists what it changes, and its tables replace
 the defaults' tables of the same name (``[os.linux]`` in a user file replaces the default
@@ -35,6 +40,15 @@ Who is notified, and how, is not a fact about processes: it is the config's ``[n
 section. A rules file with a ``[notify]`` table is an error saying so.
 
 Units: CPU in cores (1.0 = one full CPU), memory and files in bytes, "hours" in periods.
+
+Durations follow the period: the window defaults to 24 periods and the ramp's
+``min_duration`` to 12 (the paper's day and half-day at one-hour periods), so changing only
+``period`` scales the rules; durations given explicitly must be whole numbers of periods. A
+period is at least one second (finer is not what process accounting measures).
+
+Processes are identified by node, pid and start time; memory and file series are per process.
+Only the groups marked ``by_name`` are followed per process *name* (their pids summed), e.g. a
+service restarted under new pids whose leak shows as a saw-tooth.
 """
 
 from __future__ import annotations
@@ -68,6 +82,7 @@ __all__ = [
     "Settings",
     "default_rules_text",
     "load_rules",
+    "matches",
     "members",
     "os_key",
     "parse_rules",
@@ -116,7 +131,7 @@ class Settings(_Strict):
     """Timing and the machine-level tests shared by every check."""
 
     period: Duration = Field(default=timedelta(hours=1), description="aggregation interval")
-    window: Duration = Field(default=timedelta(hours=24), description="review period")
+    window: Duration | None = Field(default=None, description="review period (default: 24 periods)")
     cull_cpu: float = Field(
         default=0.10, ge=0.0, description="processes below this CPU (cores) are not reviewed"
     )
@@ -125,19 +140,35 @@ class Settings(_Strict):
         gt=0.0,
         description="a period is saturated when machine CPU / ncpu reaches this fraction",
     )
+    saturation_margin: float = Field(
+        default=0.10,
+        ge=0.0,
+        lt=1.0,
+        description="periods this close below the saturation level are saturated too when "
+        "they run on from a saturated one (hysteresis)",
+    )
 
     @model_validator(mode="after")
     def _window_holds_whole_periods(self) -> Settings:
-        ratio = self.window / self.period
+        if self.period < timedelta(seconds=1):
+            raise ValueError(
+                f"period ({self.period}) must be at least 1s: process accounting is not finer"
+            )
+        ratio = self.review_window / self.period
         if ratio < 1 or abs(ratio - round(ratio)) > 1e-9:
             raise ValueError(
-                f"window ({self.window}) must be a whole number of periods ({self.period})"
+                f"window ({self.review_window}) must be a whole number of periods ({self.period})"
             )
         return self
 
     @property
+    def review_window(self) -> timedelta:
+        """The window, or 24 periods when none is given."""
+        return self.window if self.window is not None else 24 * self.period
+
+    @property
     def periods_per_window(self) -> int:
-        return round(self.window / self.period)
+        return round(self.review_window / self.period)
 
 
 class OsRule(_Strict):
@@ -195,6 +226,11 @@ class Group(_Strict):
     max_rss_bytes: Bytes = Field(default=0.0, description="memory cap, bytes (0 = no cap)")
     min_periods: int = Field(default=1, ge=1, description="periods over the cap to report")
     stealth: bool = Field(default=False, description="notify only the analysts")
+    by_name: bool = Field(
+        default=False,
+        description="follow each member name's memory and files as one series (pids summed): "
+        "restarts of one service; other processes are followed one by one",
+    )
 
     @model_validator(mode="after")
     def _has_members(self) -> Group:
@@ -232,7 +268,9 @@ class RampPolicy(_Strict):
 
     columns: tuple[str, ...] = ("rss_bytes", "file_bytes")
     alpha: float = Field(default=0.001, gt=0.0, lt=1.0, description="trend test level")
-    min_duration: Duration = Field(default=timedelta(hours=12))
+    min_duration: Duration | None = Field(
+        default=None, description="shortest ramp (default: 12 periods)"
+    )
     min_growth: float = Field(
         default=0.25, ge=0.0, description="total rise as a fraction of the starting level"
     )
@@ -316,12 +354,35 @@ class ProcessRules(_Strict):
         for name, rule in self.os.items():
             if rule.hours > n:
                 raise ValueError(f"os.{name}.hours = {rule.hours} exceeds the {n} periods a window")
+        if self.hum.hours > n:
+            raise ValueError(f"hum.hours = {self.hum.hours} exceeds the {n} periods a window")
+        for group in self.groups:
+            if group.min_periods > n:
+                raise ValueError(
+                    f"groups: {group.name}.min_periods = {group.min_periods} exceeds the {n} "
+                    "periods a window"
+                )
+        if self.ramp.min_duration is not None:
+            ratio = self.ramp.min_duration / self.settings.period
+            if ratio < 2 or abs(ratio - round(ratio)) > 1e-9:
+                raise ValueError(
+                    f"ramp.min_duration ({self.ramp.min_duration}) must be a whole number of "
+                    f"periods ({self.settings.period}), at least two: set both, or leave "
+                    "min_duration out to get 12 periods"
+                )
         names = [g.name for g in self.groups]
         if len(set(names)) != len(names):
             raise ValueError(f"groups: duplicate group names in {names}")
         return self
 
     # -- lookups --------------------------------------------------------------------------------
+
+    @property
+    def ramp_periods(self) -> int:
+        """The ramp's minimum duration in periods (12 unless ``ramp.min_duration`` says)."""
+        if self.ramp.min_duration is None:
+            return 12
+        return round(self.ramp.min_duration / self.settings.period)
 
     def os_rule(self, os_name: str) -> OsRule:
         """The loop line for ``os_name`` (matched case- and punctuation-blind), else default."""
@@ -357,6 +418,11 @@ class ProcessRules(_Strict):
 def _any_match(value: str, patterns: tuple[str, ...]) -> bool:
     # cached: a fleet scan asks about the same few hundred names on every node
     return any(fnmatch.fnmatchcase(value, p) for p in patterns)
+
+
+def matches(value: str, patterns: tuple[str, ...]) -> bool:
+    """True when ``value`` matches one of the globs ``patterns``."""
+    return _any_match(value, patterns)
 
 
 def members(group: Group, names: list[str], users: list[str]) -> list[bool]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterable
 from typing import Literal
 
@@ -20,16 +21,18 @@ def render_findings(findings: Iterable[Finding], fmt: Format, *, width: int | No
 
     The result ends with a newline unless it is empty (JSON lines of no findings). ``table``
     keeps the findings' severity order; ``json`` and ``jsonl`` keep the order given. ``width``
-    only applies to ``table`` (default 120 columns); the table never holds ANSI escape codes.
+    only applies to ``table`` (default 120 columns); the table never holds ANSI escape codes,
+    and no format holds a control character unescaped (JSON escapes C0 itself; C1 controls and
+    bidirectional overrides are written ``\\u009b`` here, which JSON reads back the same).
     """
     items = list(findings)
     if fmt == "json":
-        return (
-            json.dumps([f.to_dict() for f in items], indent=2, ensure_ascii=False, allow_nan=False)
-            + "\n"
+        text = json.dumps(
+            [f.to_dict() for f in items], indent=2, ensure_ascii=False, allow_nan=False
         )
+        return _escaped(text) + "\n"
     if fmt == "jsonl":
-        return write_jsonl(items)
+        return _escaped(write_jsonl(items))
     if fmt == "table":
         # rich is imported here so that JSON output does not pay for it.
         from rich.console import Console
@@ -52,3 +55,12 @@ def render_findings(findings: Iterable[Finding], fmt: Format, *, width: int | No
             console.print("No findings.", markup=False)
         return buffer.getvalue()
     raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+# Controls JSON leaves as they are (it escapes only U+0000..U+001F): DEL, C1, bidi overrides.
+_UNESCAPED = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(json_text: str) -> str:
+    """JSON text with the controls above as ``\\uXXXX`` (they occur only inside strings)."""
+    return _UNESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)

@@ -91,6 +91,7 @@ def render_html(
     generated: datetime | None = None,
     max_points: int = 5000,
     rejected: Mapping[str, Rejects] | None = None,
+    opening: Sequence[Section] = (),
 ) -> str:
     """Render findings as one self-contained HTML page.
 
@@ -123,6 +124,9 @@ def render_html(
         Input lines the readers left out, by source (``Transactions.rejects`` of
         :mod:`perfsleuth.sources.transactions`): counted per reason, with the first few lines,
         in the data coverage.
+    opening
+        Sections the page opens with, before the summary (the incidents: one per story the
+        findings tell together, :mod:`perfsleuth.report.incidents`).
     """
     if max_points < 2:
         raise ValueError(f"max_points must be at least 2, got {max_points}")
@@ -135,6 +139,7 @@ def render_html(
             known = ", ".join(FAMILIES)
             raise ValueError(f"section {part.title!r}: unknown family {part.family!r}; {known}")
     rendered = [_family(number, part) for number, part in enumerate(parts, 1)]
+    leads = [_family(number, part, "incident") for number, part in enumerate(opening, 1)]
     items = ordered(findings)
     lookup = _SeriesIndex(series, max_points)
     cards = [_section(number, finding, lookup) for number, finding in enumerate(items, 1)]
@@ -158,10 +163,11 @@ def render_html(
         "charted": _CHARTED,
         "blocks": blocks,
         "families": loose,
+        "incidents": leads,
         "coverage": [_coverage_row(c) for c in coverage],
         "rejected": [_rejected_row(source, r) for source, r in (rejected or {}).items()],
         "figures": sum(1 for s in cards if s["figure"] is not None)
-        + sum(len(f["figures"]) for f in rendered)
+        + sum(len(f["figures"]) for f in [*rendered, *leads])
         + (timeline is not None),
         "colours": {s.name.lower(): c for s, c in SEVERITY_COLOURS.items()},
         "plotlyjs": _plotlyjs(),
@@ -180,6 +186,7 @@ def write_html(
     generated: datetime | None = None,
     max_points: int = 5000,
     rejected: Mapping[str, Rejects] | None = None,
+    opening: Sequence[Section] = (),
 ) -> Path:
     """Render with :func:`render_html` and write the page to ``path``; returns the path.
 
@@ -195,6 +202,7 @@ def write_html(
         generated=generated,
         max_points=max_points,
         rejected=rejected,
+        opening=opening,
     )
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -647,10 +655,10 @@ def _cell(value: Cell) -> dict[str, Any]:
     return {"text": format_value(value), "numeric": True}
 
 
-def _family(number: int, part: Section) -> dict[str, Any]:
+def _family(number: int, part: Section, prefix: str = "section") -> dict[str, Any]:
     if not isinstance(part, Section):
         raise TypeError(f"sections must hold Section objects, got {type(part).__name__}")
-    anchor = f"section-{number}"
+    anchor = f"{prefix}-{number}"
     return {
         "anchor": anchor,
         "title": part.title,

@@ -12,14 +12,24 @@ import typer
 
 from perfsleuth.cli.inputs import (
     ColumnsOption,
+    CpuOfOption,
     CpuOption,
     CpuUnitOption,
+    CpuUrlOption,
+    DisorderOption,
+    DuplicatesOption,
     Files,
     FormatOption,
+    Messy,
+    MissingOption,
     RulesOption,
     ScriptsOption,
+    SinceOption,
     StrictOption,
+    TimeUnitOption,
+    TzOption,
     UnitOption,
+    UntilOption,
     WindowOption,
     workload_source,
 )
@@ -40,6 +50,8 @@ def segments_command(
     unit: UnitOption = None,
     cpu: CpuOption = None,
     cpu_unit: CpuUnitOption = "fraction",
+    cpu_of: CpuOfOption = None,
+    cpu_url: CpuUrlOption = None,
     entity: Annotated[str, typer.Option(help="Name of the service in findings.")] = "service",
     allowed_error: Annotated[
         float, typer.Option(help="Allowed CPU-model error, share of mean CPU.")
@@ -49,6 +61,13 @@ def segments_command(
     ),
     store: StoreOption = None,
     report: ReportOption = None,
+    missing: MissingOption = None,
+    disorder: DisorderOption = None,
+    duplicates: DuplicatesOption = None,
+    time_unit: TimeUnitOption = None,
+    tz: TzOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
 ) -> None:
     """Explain CPU by the transactions; report anomalies, workload and application changes."""
     from perfsleuth.families import create
@@ -65,6 +84,9 @@ def segments_command(
         unit=unit,
         cpu=cpu,
         cpu_unit=cpu_unit,
+        cpu_of=cpu_of,
+        cpu_url=cpu_url,
+        messy=Messy(missing, disorder, duplicates, time_unit, tz, since, until),
     )
     params = {"allowed_error": allowed_error, "idle_util": idle_util, "entity": entity}
     plan = Plan(

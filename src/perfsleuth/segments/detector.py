@@ -4,79 +4,53 @@ A workload frame's CPU time per window (``cpu_util`` × ``window_s`` × ``cpu_co
 by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
 (:mod:`perfsleuth.segments.kernels.cpumodel`). The detector
 
-1. **segments** the time axis where that model changes
-   (:func:`perfsleuth.segments.kernels.segmentation.segment_regression`, the paper's cost with
-   λ derived from ``allowed_error``);
-2. fits each segment's model (NNLS, stepwise F-test selection) and finds the **anomalous**
-   segments — CPU the workload does not explain:
-
-   * *idle rule* (the paper's): the segment's idle overhead ``C0`` exceeds ``idle_util`` of the
-     machine — and significantly so: holding ``C0`` to ``idle_util`` must make the fit worse
-     (F-test at ``alpha``, :func:`~perfsleuth.segments.kernels.cpumodel.idle_test`), since
-     when the counts move together ``C0`` trades off against the transactions' costs;
-   * *short rule* (the paper's): the segment is shorter than ``min_windows``, i.e. no model held
-     for long;
-   * *residual rule* (ours): the segment's CPU against the **neighbouring normal models** (the
-     nearest normal segment before and after it). Its mean excess must be at least
-     ``threshold`` standard errors (the neighbour's residual noise / √windows) and
-     ``allowed_error`` of its CPU, in the same direction against every neighbour. A short
-     segment's own ``C0`` is meaningless (a handful of windows fit anything), but the
-     neighbour's model is not, so this rule stays reliable where the paper's rules guess.
-
-   * *signature rule* (ours; the paper's two techniques together): a long segment whose CPU
-     the residual rule finds in excess — higher than the normal segments on both sides
-     predict — while no transaction type's service time grew enough to account for it (the
-     added service time × transactions of the types that got slower must make up half the
-     excess CPU; contention alone slows some types more than others) against the neighbours
-     (:mod:`perfsleuth.segments.kernels.signature`, below): the CPU goes to something other
-     than the transactions. The signature "is not capable of detecting
-     abnormal resource consumption caused by processes unrelated to the application" (the
-     paper), which is exactly what makes it tell such a process from a changed application.
-     Unlike the segment's own ``C0``, neither rule needs costs that the segment's few windows
-     cannot separate from an offset.
-
-   A short segment is anomalous when the residual rule confirms it (it is otherwise a window or
-   two that fell between two regimes, and joins the neighbour that explains it best); a
-   long one when the signature rule fires, or, lacking a normal segment on both sides (at
-   either end of the data), when the idle rule does.
+1. **checks the CPU it was given**: the model explains the CPU of the service's own processes.
+   The whole machine's CPU on a shared host is mostly other work, and once it saturates it
+   says nothing of the transactions; both are warned about (:attr:`SegmentAnalysis.warnings`).
+2. **segments** the time axis where that model changes
+   (:func:`~perfsleuth.segments.kernels.segmentation.segment_regression`). The default cost is
+   Gaussian, ``Σ SSE_m/σ² + β`` per segment with σ the windows' own noise: a change is cut out
+   when it stands out of that noise over the windows it lasts. The paper's cost
+   (``cost="paper"``, ``Σ sqrt(SSE_m)`` + an entropy penalty from ``allowed_error``) cannot cut
+   a change smaller than about twice one window's noise however long it lasts — on a busy
+   host, with windows of a few seconds, every application change is.
+3. fits each segment's model (NNLS, stepwise F-test selection) and finds the **anomalous**
+   segments — CPU the workload does not explain. Against the **neighbouring normal models** (the
+   nearest normal segment before and after it), a segment whose CPU is higher by at least
+   ``threshold`` standard errors and by more than the model's own misfit between regimes (three
+   times the typical excess between neighbouring segments, and at least ``allowed_error``)
+   is in excess (*residual rule*). It is an anomaly when, besides, no transaction type's
+   service time stands out (*signature rule*: the paper's two techniques together — CPU used
+   by a process outside the application stretches every type alike, a change of code singles
+   one out). A short segment (under ``min_duration`` seconds, or too few windows for a model of
+   its own) is an anomaly when the residual rule fires in either direction; otherwise it joins
+   the neighbour that explains it best. At either end of the data, with one neighbour, the
+   paper's *idle rule* may fire too (``C0`` above ``idle_util`` of the machine, significantly).
    Consecutive anomalous segments form one ``workload_anomaly`` finding.
-3. **reconciles** consecutive normal segments (anomalies filtered out): walking in time, the
-   next segment is fitted jointly with the group of segments reconciled so far. If one model
-   explains both — its extra relative error on either side, ``sqrt((SSE_joint − SSE_own −
-   optimism) / n) / mean CPU``, is at most ``allowed_error`` (the optimism, σ² per coefficient
-   the side's own fit has more than its share of the joint one, is what noise alone gains a
-   separate fit) — the boundary is a ``workload_change`` (INFO): the
-   same application under another mix or load. Otherwise it is an ``application_change``, and
-   a new group begins, when the difference is significant (Chow F-test at ``alpha``: more than
-   the noise of the two fits) and the signature names a type whose service time changed
-   (``confirm``, ours: both techniques must agree). A linear CPU model is not exact, and under a
-   very different mix or load its error can exceed ``allowed_error`` with no transaction having
-   changed at all; such a boundary is reported as a workload change that says so. With
-   ``confirm=False`` the paper's rule decides alone: a model that does not reconcile, with a
-   significant Chow F-test at ``alpha``, is an application change. An application change
-   between adjacent periods is then moved (``min_windows // 2`` windows at most) to where
-   the two periods' own models fit best, ``sqrt(SSE_before) + sqrt(SSE_after)``: the
-   segmentation's ``min_size`` can push a boundary off when noise cuts the later period
-   once more (that cut is then reconciled away, the boundary stays where it was pushed).
-4. names the changed types, with two witnesses. The **regression**: the type whose CPU cost,
-   let to differ after the boundary in one joint fit, best explains the change
-   (:func:`~perfsleuth.segments.kernels.cpumodel.cost_shifts`; named when its partial F-test is
-   significant at ``alpha`` over the types tried) — CPU per transaction is what a code change
-   moves, and contention from outside the application leaves it alone. The
-   **signature** compares across every application change
-   (:mod:`perfsleuth.segments.kernels.signature`): the per-type service time
-   ``S_i = median R_i·(1 − U)`` before and after, with confidence intervals, names the type(s)
-   whose service time changed by at least ``min_change`` and by how much — beyond the slow-down
-   the others share, which is load or contention that ``1 − U`` did not remove, not code (see
-   :func:`~perfsleuth.segments.kernels.signature.compare_signatures`). ``signature_util`` names
-   the utilisation column used for U (default ``cpu_util``). On a machine where other
-   processes spin, the machine-wide utilisation sits near 100% and ``1 − U`` near 0: use the
-   server's.
+4. **reconciles** consecutive normal segments (anomalies filtered out), the most alike first:
+   two periods are one application under different workloads (a ``workload_change``, INFO)
+   when one CPU model explains both within ``allowed_error`` (the extra relative error of the
+   joint model, net of what noise alone costs it), or — ``confirm`` — when no transaction
+   type's service time stands out between them: on a busy host a linear CPU model misses by
+   more than ``allowed_error`` between mixes with no code changed at all. Otherwise (and, with
+   ``confirm=False``, the paper's rule: whenever the CPU models differ by more than
+   ``allowed_error`` and significantly, Chow F-test at ``alpha``) it is an
+   ``application_change``. Each application change is then placed where the two periods'
+   models fit best (least squares over the stretch between its neighbouring boundaries).
+5. **names the changed types** from the signature: every window of both periods is fitted by
+   the types' service times with the window's common conditions (shared wait, shared stretch)
+   taken out, and the types whose own service time moved the most, in the direction the CPU
+   moved, are named, the most certain first
+   (:func:`~perfsleuth.segments.kernels.signature.compare_service`; ``min_change`` is the
+   smallest relative change that counts). Their CPU cost per transaction before and its shift
+   after, with bootstrap intervals, come from one CPU model of both periods in which only their
+   costs may move (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`). An application
+   change with less than ``min_duration`` seconds of data after it is still reported, as a
+   warning that says so.
 
-:meth:`SegmentDetector.analyse` returns all of it as a :class:`SegmentAnalysis` (segments,
-periods, their models and signatures, boundaries and the findings); :mod:`.explain` words the
-findings, and :mod:`.report` draws the analysis without fitting anything again. Findings record
-:data:`CHECK` (``"workload_segments"``) as their ``detector``.
+:meth:`SegmentDetector.analyse` returns all of it as a :class:`SegmentAnalysis`; :mod:`.explain`
+words the findings, and :mod:`.report` draws the analysis without fitting anything again.
+Findings record :data:`CHECK` (``"workload_segments"``) as their ``detector``.
 
 Units: ``cpu_util`` is a fraction of the whole machine; with ``cpu_cores`` the model is in
 CPU-seconds (``C0`` in cores), without it in machine-seconds (as if one core).
@@ -85,10 +59,11 @@ CPU-seconds (``C0`` in cores), without it in machine-seconds (as if one core).
 from __future__ import annotations
 
 import html
+import itertools
 import logging
 import math
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -96,16 +71,18 @@ from numpy.typing import NDArray
 from pydantic import Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from scipy.stats import f as f_dist
+from scipy.stats import norm
 
 from perfsleuth.analysis import PARAMS, DetectorMixin, Summary
 from perfsleuth.errors import DataError, NotEnoughDataError
 from perfsleuth.findings import Finding
 from perfsleuth.frames import coverage_of, normalise, workload_types
-from perfsleuth.segments.explain import CHECK, anomaly_finding, change_findings, named_types
+from perfsleuth.segments.explain import CHECK, anomaly_finding, change_findings
 from perfsleuth.segments.kernels.cpumodel import (
-    CostShift,
+    CostChange,
     CpuModel,
-    cost_shifts,
+    cost_change,
+    excess_source,
     fit_cpu_model,
     idle_test,
 )
@@ -113,8 +90,10 @@ from perfsleuth.segments.kernels.segmentation import Segmentation, segment_regre
 from perfsleuth.segments.kernels.signature import (
     Signature,
     SignatureChange,
-    application_signature,
-    compare_signatures,
+    compare_service,
+    service_break,
+    service_index,
+    service_scan,
 )
 from perfsleuth.segments.model import Boundary, FloatArray, Piece, Windows
 
@@ -131,7 +110,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_UTIL_MAX = 0.999  # R·(1 − U) is meaningless at saturation; cap U just below 1
+_SATURATED = 0.95  # a window at least this busy (share of the machine) is saturated
+_BLOCK_S = 20.0  # seconds of windows pooled per block in the signature's uncertainty
+_LOOKS = 5  # splits of the survey judged properly, best first, per stretch searched
+
+Stats = tuple[float, float, dict[str, float], dict[str, float]]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -170,11 +153,14 @@ class SegmentAnalysis:
     models
         Each group's joint CPU model.
     signatures
-        Each group's application signature.
+        Each group's application signature (service times with the windows' common conditions
+        taken out, :func:`~perfsleuth.segments.kernels.signature.service_index`).
     boundaries
         Where one group meets the next, with the verdict (:class:`Boundary`), in time order.
     fitted
         Per window, the CPU-seconds its group's model predicts (NaN in anomalous windows).
+    warnings
+        What is doubtful about the CPU given (saturated, mostly other work), in sentences.
     """
 
     detector: SegmentDetector
@@ -192,6 +178,7 @@ class SegmentAnalysis:
     signatures: tuple[Signature, ...]
     boundaries: tuple[Boundary, ...]
     fitted: FloatArray
+    warnings: tuple[str, ...] = ()
 
     @property
     def n_windows(self) -> int:
@@ -223,12 +210,13 @@ class SegmentAnalysis:
         )
         segments = [self._piece_line(p) for p in self.pieces]
         boundaries = [self._boundary_line(b) for b in self.boundaries]
-        lines = [head]
+        lines = [head, *(f"Warning: {w}" for w in self.warnings)]
         if segments:
             lines += ["Segments:", *(f"  {line}" for line in segments)]
         if boundaries:
             lines += ["Boundaries:", *(f"  {line}" for line in boundaries)]
         parts = [f"<p>{html.escape(head)}</p>"]
+        parts += [f"<p><strong>Warning:</strong> {html.escape(w)}</p>" for w in self.warnings]
         for caption, items in (("Segments", segments), ("Boundaries", boundaries)):
             if items:
                 listed = "".join(f"<li>{html.escape(item)}</li>" for item in items)
@@ -254,7 +242,7 @@ class SegmentAnalysis:
         line = f"{self._clock(boundary.index)} UTC: {boundary.kind.replace('_', ' ')}"
         if boundary.kind == "application_change":
             named = ", ".join(boundary.named) if boundary.named else "no single type"
-            line += f" (changed: {named})"
+            line += f" (changed: {named}{', tentatively' if boundary.tentative else ''})"
         elif boundary.unconfirmed:
             line += " (CPU models differ, no service time changed)"
         return line
@@ -267,35 +255,39 @@ class SegmentDetector(DetectorMixin):
     Parameters
     ----------
     allowed_error
-        ε_allow: the CPU model's allowed average error, as a share of the mean CPU. It sets the
-        segmentation's λ and is the effect size an application change must exceed.
+        ε_allow: the CPU model's allowed average error, as a share of the mean CPU: the effect
+        size an application change must exceed (and, with the paper's cost, what sets λ).
     idle_util
         The idle overhead expected with no transactions, as a fraction of the machine; a
-        segment whose fitted ``C0`` is above it is anomalous (the paper's first rule).
+        segment at either end of the data whose fitted ``C0`` is above it is anomalous (the
+        paper's first rule).
     min_windows
-        Segments shorter than this are "short" (the paper's second rule); 0 (default) means
-        ``2 × (types + 1)``, twice what a model needs.
+        Fewest windows the detector needs to start; 0 (default) means ``2 × (types + 1)``.
+    min_duration
+        Seconds: a segment shorter than this is "short" (the paper's second rule, in time rather
+        than windows, so that it means the same for 1 s and 5 min windows), and an application
+        change with less data after it is reported as a warning.
     threshold
         Standard errors of excess CPU, against the neighbouring models, for the residual rule.
     alpha
-        Level of the F-tests (stepwise selection and reconciliation).
+        Level of the F-tests (stepwise selection, reconciliation) and of the signature's
+        "stands out" (a type's change beyond the two-sided normal quantile at ``alpha``).
     min_change
         Smallest relative change of a type's service time that counts as changed.
     confidence
-        Level of the signatures' confidence intervals.
+        Level of the confidence intervals (signature and CPU cost shifts).
     min_size
         Fewest windows per segment in the segmentation; 0 (default) means the model's
-        coefficients + 1 (types + 2), so every segment has a residual to judge. The paper
-        allowed single windows; with noise well above ``allowed_error`` that lets the
-        segmentation chop the series into error-free scraps.
+        coefficients + 1 (types + 2), so every segment has a residual to judge.
     confirm
-        Call a model change an application change only when the signature names a type whose
-        service time changed; otherwise it is reported as a workload change (the CPU model's
-        error under a new mix or load). False: the paper's rule, the regression alone decides.
-    signature_util
-        Frame column with the utilisation (fraction 0..1) used in ``S = R·(1 − U)``.
+        Call a model change an application change only when the signature singles out a
+        type; otherwise it is reported as a workload change (the CPU model's error under a new
+        mix or load). False: the paper's rule, the regression alone decides.
     entity
         The finding's entity: the service the frame describes.
+    cost
+        The segmentation's cost: ``"gaussian"`` (default) or ``"paper"`` (see step 2 of the
+        module docstring).
     """
 
     name: ClassVar[str] = "segments"
@@ -304,60 +296,52 @@ class SegmentDetector(DetectorMixin):
     allowed_error: float = Field(default=0.03, gt=0.0, lt=1.0)
     idle_util: float = Field(default=0.05, ge=0.0, lt=1.0)
     min_windows: int = Field(default=0, ge=0)
+    min_duration: float = Field(default=30.0, ge=0.0)
     threshold: float = Field(default=4.0, gt=0.0)
     alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
     min_change: float = Field(default=0.1, ge=0.0)
     confidence: float = Field(default=0.95, gt=0.0, lt=1.0)
     min_size: int = Field(default=0, ge=0)
     confirm: bool = True
-    signature_util: str = Field(default="cpu_util", min_length=1)
     entity: str = Field(default="service", min_length=1)
+    cost: Literal["gaussian", "paper"] = "gaussian"
 
     def analyse(self, frame: pd.DataFrame) -> SegmentAnalysis:
-        """Segment, classify, reconcile and compare signatures; see the module docstring.
+        """Segment, classify, reconcile and name the changed types; see the module docstring.
 
         ``workload_anomaly``, ``workload_change`` and ``application_change`` findings; an empty
         frame gives an analysis with no windows and no findings.
         """
         if len(frame) == 0:
             return _empty(self)
-        data = _read(frame, self.signature_util)
+        data = _read(frame)
         m, k = data.counts.shape
-        short = self.min_windows if self.min_windows else 2 * (k + 1)
-        if m < short:
+        least = self.min_windows if self.min_windows else 2 * (k + 1)
+        if m < least:
             raise NotEnoughDataError(
-                f"{m} window(s): the segment detector needs at least {short} (min_windows)"
+                f"{m} window(s): the segment detector needs at least {least} (min_windows)"
             )
+        warnings = cpu_warnings(data, self.alpha)
+        for warning in warnings:
+            log.warning("%s: %s", self.entity, warning)
         design = np.column_stack([data.width, data.counts])
-        smallest = self.min_size if self.min_size else k + 2
         seg = segment_regression(
-            design, data.cpu, allowed_error=self.allowed_error, min_size=min(smallest, m)
+            design,
+            data.cpu,
+            cost=self.cost,
+            allowed_error=self.allowed_error,
+            min_size=min(self._min_size(k), m),
         )
-        pieces = self._classify(data, seg, short)
+        pieces = self._classify(data, seg)
         spans = _extend([(p.start, p.stop) for p in pieces if _hosts(p)], pieces)
-        spans = self._refine(data, spans, max(1, short // 2))
+        spans = self._refine(data, spans, max(1, self._min_size(k) // 2))
         groups, models, boundaries = self._reconcile(data, spans)
-        signatures = tuple(
-            application_signature(
-                data.latency[_rows(g)],
-                data.sig_util[_rows(g)],
-                names=data.types,
-                confidence=self.confidence,
-            )
-            for g in groups
-        )
+        signatures = tuple(self._signature(data, _rows(g)) for g in groups)
         fitted = np.full(m, np.nan)
         for g, model in zip(groups, models, strict=True):
             rows = _rows(g)
             fitted[rows] = model.predict(data.counts[rows], data.width[rows])
         episodes = _gaps(spans, m)
-        stop_of = {g[0][0]: g[-1][1] for g in groups}
-        boundaries = [
-            replace(b, named=named_types(self, data, b, stop_of[b.index]))
-            if b.kind == "application_change"
-            else b
-            for b in boundaries
-        ]
         findings = [anomaly_finding(self, data, e, spans, pieces) for e in episodes]
         findings += change_findings(self, data, boundaries, groups)
         return SegmentAnalysis(
@@ -376,25 +360,65 @@ class SegmentDetector(DetectorMixin):
             signatures=signatures,
             boundaries=tuple(boundaries),
             fitted=_readonly(fitted),
+            warnings=tuple(warnings),
         )
+
+    def _min_size(self, k: int) -> int:
+        return self.min_size if self.min_size else k + 2
+
+    def _short(self, data: Windows, a: int, b: int) -> bool:
+        """Too short to stand as a regime: under ``min_duration`` seconds, or fewer windows
+        than a model of its own needs."""
+        return data.seconds(a, b) < self.min_duration or b - a < self._min_size(len(data.types))
 
     # -- anomalies ----------------------------------------------------------------------------
 
-    def _classify(self, data: Windows, seg: Segmentation, short: int) -> list[Piece]:
+    def _classify(self, data: Windows, seg: Segmentation) -> list[Piece]:
         spans = seg.segments()
+        k = len(data.types)
         models: list[CpuModel | None] = []
         idle: list[float] = []
         for a, b in spans:
             rows = np.arange(a, b)
-            model = data.model(rows, self.alpha) if b - a >= 2 else None
+            model = data.model(rows, self.alpha) if b - a >= k + 2 else None
             models.append(model)
             cores = float(np.mean(data.cores[rows]))
             idle.append(model.idle / cores if model is not None else math.nan)
-        is_short = [b - a < short for a, b in spans]
+        is_short = [self._short(data, a, b) for a, b in spans]
         idle_high = [
             (not s) and math.isfinite(u) and u > self.idle_util and self._idle_above(data, a, b)
             for s, u, (a, b) in zip(is_short, idle, spans, strict=True)
         ]
+        memo: dict[tuple[str, int, tuple[int, ...]], object] = {}
+
+        def alike(near: list[int]) -> bool:
+            """Whether the pieces on either side are one application (see ``_same``)."""
+            key = ("alike", -1, tuple(near))
+            if key not in memo:
+                memo[key] = (
+                    len(near) == 2 and self._same(data, [spans[near[0]]], [spans[near[1]]])[1]
+                )
+            return bool(memo[key])
+
+        def code(i: int, near: list[int]) -> bool:
+            """Whether piece ``i``'s extra CPU looks like a change of code against the pieces
+            ``near`` (:meth:`_code`)."""
+            key = ("code", i, tuple(near))
+            if key not in memo:
+                around = _rows([spans[j] for j in near])
+                memo[key] = self._code(data, around, np.arange(*spans[i]))
+            return bool(memo[key])
+
+        def outside(i: int, near: list[int]) -> bool:
+            """Whether no type's service time stands out, slower, in piece ``i`` against the
+            pieces ``near``: the extra CPU is not the transactions'."""
+            key = ("outside", i, tuple(near))
+            if key not in memo:
+                around = _rows([spans[j] for j in near])
+                changes = self._service_changes(data, around, np.arange(*spans[i]))
+                memo[key] = not self._stands_out(changes, +1)
+            return bool(memo[key])
+
         # Long segments first, against the long segments not found anomalous (repeat until
         # the set of references settles: an anomaly must not serve as another's reference).
         reference = [not sh for sh in is_short]
@@ -409,20 +433,17 @@ class SegmentDetector(DetectorMixin):
                 rows = np.arange(a, b)
                 verdicts[i] = [self._excess(data, rows, models[j]) for j in near]  # type: ignore[arg-type]
                 fires = _agree(verdicts[i], self.threshold, self.allowed_error)[0]
-                # CPU the neighbours' models cannot explain, while no transaction type got
-                # slower: something outside the transactions is using the CPU
-                # (more CPU, not less: a process outside the workload adds CPU; and than on
-                # both sides: one neighbour's model alone differs from this one's by the
-                # linear model's error under another workload as readily as by an anomaly)
-                steady[i] = (
-                    fires
-                    and len(near) == 2
-                    and verdicts[i][0][0] > 0
-                    and not self._explained_by_service(
-                        data, _rows([spans[j] for j in near]), rows, verdicts[i][0][0]
-                    )
+                # More CPU than the neighbours' models explain (more, not less: a process
+                # outside the workload adds CPU) that came and went — the neighbours are one
+                # application — and is no release rolled back; or, where it did not go, that
+                # no type's service time explains (CPU used outside the transactions stretches
+                # the types alike, a change of code singles one out)
+                more = fires and verdicts[i][0][0] > 0
+                steady[i] = more and (
+                    not code(i, near) if alike(near) else bool(near) and outside(i, near)
                 )
-                long_anomaly[i] = steady[i] or (idle_high[i] and len(near) < 2)
+                edge_idle = idle_high[i] and len(near) < 2 and (not near or outside(i, near))
+                long_anomaly[i] = steady[i] or edge_idle
             settled = [not sh and not x for sh, x in zip(is_short, long_anomaly, strict=True)]
             if settled == reference:
                 break
@@ -457,7 +478,7 @@ class SegmentDetector(DetectorMixin):
                     z=z,
                 )
             )
-        return _absorb(data, pieces, reference, short, self)
+        return _absorb(data, pieces, reference, is_short, self)
 
     def _idle_above(self, data: Windows, a: int, b: int) -> bool:
         """The idle rule's test: no model with ``C0 ≤ idle_util`` fits (F-test at ``alpha``)."""
@@ -466,33 +487,38 @@ class SegmentDetector(DetectorMixin):
         test = idle_test(data.counts[rows], data.cpu[rows], data.width[rows], cap)
         return test.p_value < self.alpha
 
-    def _explained_by_service(
-        self, data: Windows, around: NDArray[np.intp], rows: NDArray[np.intp], excess: float
-    ) -> bool:
-        """Whether the types whose service time grew account for at least half of ``excess``
-        (CPU-seconds per window): their added service time × their transactions per window.
-        Contention from a background process slows some types more than others; only a
-        change in what the transactions do adds CPU in proportion to them."""
-        changes = self._service_changes(data, around, rows)
-        counts = data.counts[rows].mean(axis=0)
-        added = sum(
-            max(c.after - c.before * c.common, 0.0) * counts[data.types.index(c.name)]
-            for c in changes
-            if c.changed and c.ratio > c.common
-        )
-        return bool(added >= 0.5 * excess)
-
     def _service_changes(
         self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
     ) -> tuple[SignatureChange, ...]:
-        """Signature comparison of two sets of windows (see :func:`compare_signatures`)."""
-        return compare_signatures(
-            self._signature(data, before), self._signature(data, after), min_change=self.min_change
+        """Signature comparison of two sets of windows (see :func:`compare_service`)."""
+        if len(before) == 0 or len(after) == 0:
+            return ()
+        return compare_service(
+            data.latency,
+            data.counts,
+            before,
+            after,
+            names=data.types,
+            min_change=self.min_change,
+            confidence=self.confidence,
+            block=_block(data),
+        )
+
+    def _stands_out(self, changes: tuple[SignatureChange, ...], direction: int) -> bool:
+        """Whether some type's service time moved (in ``direction``: +1 slower, −1 faster) by
+        at least ``min_change`` and beyond the two-sided normal quantile at ``alpha``."""
+        bar = float(norm.ppf(1 - self.alpha / 2))
+        return any(
+            c.score * direction >= bar and abs(c.ratio - 1.0) >= self.min_change for c in changes
         )
 
     def _signature(self, data: Windows, rows: NDArray[np.intp]) -> Signature:
-        return application_signature(
-            data.latency[rows], data.sig_util[rows], names=data.types, confidence=self.confidence
+        return service_index(
+            data.latency[rows],
+            data.counts[rows],
+            names=data.types,
+            confidence=self.confidence,
+            block=_block(data),
         )
 
     def _excess(
@@ -516,117 +542,256 @@ class SegmentDetector(DetectorMixin):
     def _reconcile(
         self, data: Windows, normal: list[tuple[int, int]]
     ) -> tuple[list[tuple[tuple[int, int], ...]], list[CpuModel], list[Boundary]]:
-        """Group consecutive normal spans into periods of one application (see step 3 of the
-        module docstring), merging the most alike neighbours first, so a period split by noise
-        is whole again before its signature is compared with the next one's."""
-        groups: list[list[tuple[int, int]]] = [[span] for span in normal]
-        boundaries: list[Boundary] = []
-
-        def merge(
-            i: int,
-            kind_stats: tuple[float, float, dict[str, float], dict[str, float]],
-            changes: tuple[SignatureChange, ...],
-            unconfirmed: bool,
-        ) -> None:
-            excess, p_value, coef_l, coef_r = kind_stats
-            left, right = groups[i], groups[i + 1]
-            boundaries.append(
-                Boundary(
-                    index=right[0][0],
-                    kind="workload_change",
-                    before=(left[0][0], left[-1][1]),
-                    after=(right[0][0], right[-1][1]),
-                    excess=excess,
-                    p_value=p_value,
-                    changes=changes,
-                    coef_before=coef_l,
-                    coef_after=coef_r,
-                    unconfirmed=unconfirmed,
-                )
-            )
-            groups[i] = left + right
-            del groups[i + 1]
-
-        # 1. one model explains both within the allowed error: the same application
-        while len(groups) > 1:
-            stats = [self._joins(data, groups[i], groups[i + 1]) for i in range(len(groups) - 1)]
-            i = min(range(len(stats)), key=lambda j: stats[j][0])
-            if stats[i][0] > self.allowed_error:
-                break
-            merge(i, stats[i], (), False)
-        # 2. the models differ: an application change if the signature names a changed type
-        #    (``confirm``) or, the paper's rule, if the difference is significant
-        while len(groups) > 1:
-            stats = [self._joins(data, groups[i], groups[i + 1]) for i in range(len(groups) - 1)]
-            changes = [
-                self._service_changes(data, _rows(groups[i]), _rows(groups[i + 1]))
-                for i in range(len(groups) - 1)
-            ]
-            # the models must differ significantly (Chow) for any verdict of change; with
-            # ``confirm`` the signature must also name a changed type
-            alike = [st[1] >= self.alpha for st in stats]
-            if self.confirm:
-                alike = [
-                    same or not any(c.changed for c in ch)
-                    for same, ch in zip(alike, changes, strict=True)
-                ]
-            mergeable = [i for i in range(len(stats)) if alike[i]]
-            if not mergeable:
-                break
-            i = min(mergeable, key=lambda j: stats[j][0])
-            merge(i, stats[i], changes[i], self.confirm)
-        self._relocate(data, groups)
+        """Group consecutive normal spans into periods of one application (step 4 of the
+        module docstring) and name what changed between them."""
+        groups = self._located(data, normal) if self.confirm else self._merged(data, normal)
+        boundaries = []
         for i in range(len(groups) - 1):
-            excess, p_value, coef_l, coef_r = self._joins(data, groups[i], groups[i + 1])
-            left, right = groups[i], groups[i + 1]
-            boundaries.append(
-                Boundary(
-                    index=right[0][0],
-                    kind="application_change",
-                    before=(left[0][0], left[-1][1]),
-                    after=(right[0][0], right[-1][1]),
-                    excess=excess,
-                    p_value=p_value,
-                    changes=self._service_changes(data, _rows(left), _rows(right)),
-                    coef_before=coef_l,
-                    coef_after=coef_r,
-                    shifts=self._cost_shifts(data, _rows(left), _rows(right)),
+            change = self._change(data, groups[i], groups[i + 1])
+            boundaries.append(self._name(data, change, _rows(groups[i]), _rows(groups[i + 1])))
+        for group in groups:
+            # within a period of one application, the CPU model's other cuts: workloads
+            for j in range(1, len(group)):
+                left, right = group[:j], group[j:]
+                excess, p_value, coef_l, coef_r = self._joins(data, left, right)
+                boundaries.append(
+                    Boundary(
+                        index=right[0][0],
+                        kind="workload_change",
+                        before=(left[0][0], left[-1][1]),
+                        after=(right[0][0], right[-1][1]),
+                        excess=excess,
+                        p_value=p_value,
+                        coef_before=coef_l,
+                        coef_after=coef_r,
+                        unconfirmed=excess > self.allowed_error,
+                    )
                 )
-            )
         boundaries.sort(key=lambda b: b.index)
         frozen = [tuple(g) for g in groups]
         models = [data.model(_rows(g), self.alpha) for g in frozen]
         return frozen, models, boundaries
 
+    def _merged(self, data: Windows, normal: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+        """The paper's reconciliation: consecutive groups merge, the most alike first, while
+        one CPU model explains both within ``allowed_error`` or their difference is not
+        significant (Chow test at ``alpha``); each change left is then placed where the two
+        periods' models fit best (:meth:`_relocate`)."""
+        groups: list[list[tuple[int, int]]] = [[span] for span in normal]
+        while len(groups) > 1:
+            stats = [self._joins(data, groups[i], groups[i + 1]) for i in range(len(groups) - 1)]
+            alike = [st[0] <= self.allowed_error or st[1] >= self.alpha for st in stats]
+            mergeable = [i for i in range(len(stats)) if alike[i]]
+            if not mergeable:
+                break
+            i = min(mergeable, key=lambda j: stats[j][0])
+            groups[i] = groups[i] + groups[i + 1]
+            del groups[i + 1]
+        self._relocate(data, groups)
+        return groups
+
+    def _located(self, data: Windows, normal: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+        """Application changes found where one transaction type's service time moved for
+        good and the CPU model changed with it, by binary segmentation of the normal windows.
+
+        A quick survey (:func:`service_scan`) ranks every split at a block edge by how far a
+        type's service time moved across it. Taking the best first, a split is an application
+        change when the CPU models before and after differ by more than ``allowed_error``, a
+        type's service time stands out (:meth:`_stands_out`) in the direction the CPU moved
+        and the change **lasts** (:meth:`_lasting`). It is then placed where that type's
+        service time moved (:meth:`_place`), and both sides are searched again. Returns the
+        periods, each a list of spans.
+        """
+        spans = sorted(normal)
+        rows = _rows(spans)
+        least = self._min_size(len(data.types))
+        block = _block(data)
+        cuts: list[int] = []
+        pending = [(0, len(rows))]
+        while pending:
+            lo, hi = pending.pop()
+            part = rows[lo:hi]
+            if len(part) < 2 * least:
+                continue
+            survey = service_scan(
+                data.latency, data.counts, part, names=data.types, block=block, least=least
+            )
+            for x, name, _ in survey[:_LOOKS]:
+                top = self._lasting(data, part[:x], part[x:])
+                if top is None or top[0] != name:
+                    continue
+                at = self._place(data, part, x, name, block)
+                cuts.append(int(part[at]))
+                pending += [(lo, lo + at), (lo + at, hi)]
+                break
+        marks = set(cuts)
+        pieces = []
+        for a, b in spans:
+            edges = [a, *sorted(c for c in marks if a < c < b), b]
+            pieces += list(itertools.pairwise(edges))
+        groups: list[list[tuple[int, int]]] = [[]]
+        for a, b in pieces:
+            if groups[-1] and a in marks:
+                groups.append([])
+            groups[-1].append((a, b))
+        groups = [g for g in groups if g]
+        # a cut judged on a longer stretch must still hold between the periods it ended with:
+        # two that one CPU model explains are one application
+        i = 0
+        while i < len(groups) - 1:
+            if self._joins(data, groups[i], groups[i + 1])[0] <= self.allowed_error:
+                groups[i] += groups.pop(i + 1)
+            else:
+                i += 1
+        return groups
+
+    def _lasting(
+        self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
+    ) -> tuple[str, float] | None:
+        """The type whose service time changed for good between the windows ``before`` and
+        ``after``, and its score — or None: the CPU models must differ by more than
+        ``allowed_error``, the type stand out in the direction the CPU moved, and still have
+        moved at least half as far between the earlier half of ``before`` and the later half
+        of ``after`` (a hog, or a burst of contention, slows some types more than others —
+        those with more round trips — and then lets go)."""
+        least = self._min_size(len(data.types))
+        if len(before) < least or len(after) < least:
+            return None
+        if self._joins(data, _spans_of(before), _spans_of(after))[0] <= self.allowed_error:
+            return None  # one CPU model explains both
+        direction = self._direction(data, before, after)
+        changes = [
+            c
+            for c in self._service_changes(data, before, after)
+            if self._stands_out((c,), direction)
+        ]
+        if not changes:
+            return None
+        top = max(changes, key=lambda c: abs(c.score))
+        far = self._service_changes(data, before[: len(before) // 2], after[len(after) // 2 :])
+        kept = next((c for c in far if c.name == top.name), None)
+        moved = top.ratio - 1.0
+        if kept is None or not self._stands_out((kept,), direction):
+            return None
+        if abs(kept.ratio - 1.0) < 0.5 * abs(moved):
+            return None
+        return top.name, top.score
+
+    def _code(self, data: Windows, around: NDArray[np.intp], rows: NDArray[np.intp]) -> bool:
+        """Whether the extra CPU of ``rows`` against ``around`` looks like a change of code: a
+        type's service time stands out, slower, and that same type's cost — not a constant
+        extra, nor every type alike — explains the extra CPU best (:func:`excess_source`)."""
+        changes = self._service_changes(data, around, rows)
+        if not self._stands_out(changes, +1):
+            return False
+        top = max(changes, key=lambda c: c.score).name
+        both = np.concatenate([around, rows])
+        source = excess_source(
+            data.counts[both],
+            data.cpu[both],
+            data.width[both],
+            np.arange(len(both)) < len(around),
+            names=data.types,
+        )
+        return source.type_wins(self.alpha) and source.best_type == top
+
+    def _change(
+        self, data: Windows, left: list[tuple[int, int]], right: list[tuple[int, int]]
+    ) -> Boundary:
+        """The application change between two groups, before its types are named."""
+        excess, p_value, coef_l, coef_r = self._joins(data, left, right)
+        return Boundary(
+            index=right[0][0],
+            kind="application_change",
+            before=(left[0][0], left[-1][1]),
+            after=(right[0][0], right[-1][1]),
+            excess=excess,
+            p_value=p_value,
+            changes=self._service_changes(data, _rows(left), _rows(right)),
+            coef_before=coef_l,
+            coef_after=coef_r,
+        )
+
+    def _place(
+        self, data: Windows, part: NDArray[np.intp], x: int, changed: str, block: int
+    ) -> int:
+        """Where, within two blocks of the split ``x`` of the windows ``part``, the service
+        time of ``changed`` moved (:func:`service_break`; the rest of ``part`` on either side
+        anchors its levels and the mix). Returns an offset into ``part``."""
+        least = self._min_size(len(data.types))
+        lo, hi = max(least, x - 2 * block), min(len(part) - least, x + 2 * block)
+        if hi - lo < 2:
+            return x
+        offset = service_break(
+            data.latency,
+            data.counts,
+            part[:lo],
+            part[hi:],
+            part[lo:hi],
+            names=data.types,
+            changed=changed,
+            least=1,
+        )
+        return lo + offset
+
+    def _same(
+        self, data: Windows, group: list[tuple[int, int]], other: list[tuple[int, int]]
+    ) -> tuple[Stats, bool, tuple[SignatureChange, ...]]:
+        """Whether two periods are one application (step 4 of the module docstring): the
+        joint model's statistics, the verdict, and the signature comparison it rests on."""
+        stats = self._joins(data, group, other)
+        changes: tuple[SignatureChange, ...] = ()
+        if stats[0] <= self.allowed_error:
+            return stats, True, changes  # one model explains both
+        if not self.confirm:
+            return stats, stats[1] >= self.alpha, changes  # the paper's rule: not significant
+        left, right = _rows(group), _rows(other)
+        changes = self._service_changes(data, left, right)
+        return stats, not self._stands_out(changes, self._direction(data, left, right)), changes
+
+    def _direction(self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]) -> int:
+        """+1 when the later windows use more CPU than the earlier ones' model predicts, else −1."""
+        model = fit_cpu_model(
+            data.counts[before], data.cpu[before], data.width[before], selection="all"
+        )
+        predicted = model.predict(data.counts[after], data.width[after])
+        ok = np.isfinite(predicted)
+        return 1 if float(np.sum(data.cpu[after][ok] - predicted[ok])) >= 0 else -1
+
     def _relocate(self, data: Windows, groups: list[list[tuple[int, int]]]) -> None:
         """Move each application change to where the two periods' CPU models fit best.
 
-        The segmentation's segments have at least ``min_size`` windows, so a spurious cut
-        inside the later period (noise, a burst of contention) can push the real boundary a
-        few windows off, into the earlier period. Within ``min_windows // 2`` windows of the
-        boundary (never emptying a span), it moves to the split that minimises the paper's
-        error term ``sqrt(SSE)`` of the period before plus the period after (each reconciled
-        group of spans, fitted with its own NNLS model of every type: the segmentation's own
-        segment cost; the stepwise selection's choice of types jumps from one split to the
-        next, and its error with it). In place.
+        The segmentation places a boundary by the models of the segments on either side, each
+        free to fit its own stretch; where a type's cost changed at a change of mix, a segment
+        spanning a few mixes can take part of the change into its costs, and the cut lands a
+        mix or two off. Reconciled, each period's model rests on all its windows: the boundary
+        moves, within the two spans that meet there (never leaving a period under ``min_size``
+        windows), to the split that minimises the least-squares error of the period before
+        plus the period after (the least-squares break date; ties keep the nearest). In place.
         """
-        reach = max(1, (self.min_windows or 2 * (len(data.types) + 1)) // 2)
+        least = self._min_size(len(data.types))
         for i in range(len(groups) - 1):
             left, right = groups[i], groups[i + 1]
             at = right[0][0]
             if left[-1][1] != at:
                 continue  # an anomaly lies between: its edges were placed by _refine
             lo, hi = left[-1][0], right[0][1]
+            others_l, others_r = (
+                _rows(left[:-1]) if len(left) > 1 else None,
+                (_rows(right[1:]) if len(right) > 1 else None),
+            )
+            # a period keeps at least ``least`` windows; its other spans count towards them
+            first = lo + (least if others_l is None else 1)
+            last = hi - (least if others_r is None else 1)
             costs: dict[int, float] = {}
-            for x in range(max(lo + 1, at - reach), min(hi - 1, at + reach) + 1):
-                costs[x] = sum(
-                    math.sqrt(
-                        fit_cpu_model(
-                            data.counts[rows], data.cpu[rows], data.width[rows], selection="all"
-                        ).sse
-                    )
-                    for rows in (_rows([*left[:-1], (lo, x)]), _rows([(x, hi), *right[1:]]))
-                )
+            for x in range(first, last + 1):
+                total = 0.0
+                for span, others in (((lo, x), others_l), ((x, hi), others_r)):
+                    rows = np.arange(*span)
+                    if others is not None:
+                        rows = np.concatenate([others, rows])
+                    total += _lstsq_sse(data, rows)
+                costs[x] = total
             if not costs:
                 continue
             best = min(costs, key=lambda x: (costs[x], abs(x - at)))
@@ -634,21 +799,12 @@ class SegmentDetector(DetectorMixin):
                 left[-1] = (left[-1][0], best)
                 right[0] = (best, right[0][1])
 
-    def _cost_shifts(
-        self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
-    ) -> tuple[CostShift, ...]:
-        rows = np.concatenate([before, after])
-        late = np.arange(len(rows)) >= len(before)
-        return cost_shifts(
-            data.counts[rows], data.cpu[rows], data.width[rows], late, names=data.types
-        )
-
     def _joins(
         self, data: Windows, group: list[tuple[int, int]], other: list[tuple[int, int]]
-    ) -> tuple[float, float, dict[str, float], dict[str, float]]:
-        """How much worse one model explains ``group`` and ``span`` together: the worst side's
-        extra relative error and the Chow test's p-value (see the module docstring), and the
-        two sides' own per-type costs."""
+    ) -> Stats:
+        """How much worse one model explains ``group`` and ``other`` together: the worst side's
+        extra relative error and the Chow test's p-value, and the two sides' own per-type
+        costs."""
         left, right = _rows(group), _rows(other)
         both = np.concatenate([left, right])
         own_l, own_r = data.model(left, self.alpha), data.model(right, self.alpha)
@@ -683,7 +839,45 @@ class SegmentDetector(DetectorMixin):
         coef_r = dict(zip(data.types, map(float, own_r.coef), strict=True))
         return worst, p_value, coef_l, coef_r
 
-    # -- findings -----------------------------------------------------------------------------
+    # -- naming -------------------------------------------------------------------------------
+
+    def _name(
+        self,
+        data: Windows,
+        boundary: Boundary,
+        before: NDArray[np.intp],
+        after: NDArray[np.intp],
+    ) -> Boundary:
+        """The types an application change names, the most certain first, and their CPU cost
+        shifts (step 5 of the module docstring). ``before`` and ``after`` are the two periods'
+        windows: ``boundary.before`` spans an anomaly between a period's spans, whose CPU would
+        turn the direction the CPU moved around."""
+        direction = self._direction(data, before, after)
+        moved = sorted(
+            (c for c in boundary.changes if c.score * direction > 0),
+            key=lambda c: -abs(c.score),
+        )
+        named = [c.name for c in moved if self._stands_out((c,), direction)]
+        tentative = not named and bool(moved)
+        if tentative:
+            named = [moved[0].name]
+        costs: tuple[CostChange, ...] = ()
+        if named:
+            rows = np.concatenate([before, after])
+            late = np.arange(len(rows)) >= len(before)
+            costs = cost_change(
+                data.counts[rows],
+                data.cpu[rows],
+                data.width[rows],
+                late,
+                names=data.types,
+                changed=named,
+                confidence=self.confidence,
+                block=_block(data),
+            )
+        return replace(boundary, named=tuple(named), tentative=tentative, costs=costs)
+
+    # -- anomaly edges ------------------------------------------------------------------------
 
     def _refine(
         self, data: Windows, spans: list[tuple[int, int]], most: int
@@ -747,6 +941,43 @@ class SegmentDetector(DetectorMixin):
 
 
 # --------------------------------------------------------------------------------------------
+# The CPU given
+# --------------------------------------------------------------------------------------------
+
+
+def cpu_warnings(data: Windows, alpha: float = 0.05) -> list[str]:
+    """What is doubtful about the CPU series, in sentences (empty when nothing is).
+
+    * **Saturated**: a fifth of the windows or more at 95% of the machine or above. A saturated
+      CPU is a ceiling, not what the transactions cost; latencies then measure the queue.
+    * **Mostly other work**: the part of the CPU no transaction explains (the fitted idle
+      overhead, one model over all windows) is over half of it — the CPU of the machine or of
+      other processes rather than the service's own.
+    """
+    out = []
+    machine = data.width * data.cores
+    util = data.cpu / machine
+    busy = float(np.mean(util >= _SATURATED))
+    if busy >= 0.2:
+        out.append(
+            f"the CPU given is saturated ({100 * _SATURATED:.0f}% of the machine or more) in "
+            f"{100 * busy:.0f}% of the windows: a saturated CPU says nothing of what the "
+            "transactions cost; give the service's own processes' CPU (--cpu-of NAME)"
+        )
+    model = fit_cpu_model(data.counts, data.cpu, data.width, selection="all", alpha=alpha)
+    total = float(data.cpu.sum())
+    other = model.idle * float(data.width.sum()) / total if total > 0 else math.nan
+    if math.isfinite(other) and other > 0.5:
+        out.append(
+            f"{100 * other:.0f}% of the CPU given is not explained by the transactions (an "
+            f"idle overhead of {model.idle:.2g} cores): it looks like the machine's CPU or "
+            "other processes', not the service's; give the service's own processes' CPU "
+            "(--cpu-of NAME)"
+        )
+    return out
+
+
+# --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
 
@@ -780,8 +1011,29 @@ def _empty(detector: SegmentDetector) -> SegmentAnalysis:
     )
 
 
+def _block(data: Windows) -> int:
+    """Windows per block of the signature's uncertainty: about ``_BLOCK_S`` seconds, at least
+    two windows."""
+    return max(2, round(_BLOCK_S / float(np.median(data.width))))
+
+
 def _rows(spans: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> NDArray[np.intp]:
     return np.concatenate([np.arange(a, b) for a, b in spans]).astype(np.intp)
+
+
+def _spans_of(rows: NDArray[np.intp]) -> list[tuple[int, int]]:
+    """Consecutive runs of window indices as ``[start, stop)`` spans."""
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    return [(int(c[0]), int(c[-1]) + 1) for c in np.split(rows, breaks) if len(c)]
+
+
+def _lstsq_sse(data: Windows, rows: NDArray[np.intp]) -> float:
+    """Least-squares error of the CPU model of every type over ``rows``."""
+    design = np.column_stack([data.width[rows], data.counts[rows]])
+    y = data.cpu[rows]
+    beta, *_ = np.linalg.lstsq(design, y, rcond=None)
+    residual = y - design @ beta
+    return float(residual @ residual)
 
 
 def _neighbours(reference: list[bool], i: int) -> list[int]:
@@ -816,13 +1068,17 @@ def _agree(
 
 
 def _absorb(
-    data: Windows, pieces: list[Piece], reference: list[bool], short: int, det: SegmentDetector
+    data: Windows,
+    pieces: list[Piece],
+    reference: list[bool],
+    short: list[bool],
+    det: SegmentDetector,
 ) -> list[Piece]:
     """Short pieces that are not anomalous join the neighbouring reference piece that explains
     them best (they are windows that fell between regimes, not periods of their own)."""
     out = list(pieces)
     for i, piece in enumerate(pieces):
-        if piece.label != "normal" or piece.windows >= short:
+        if piece.label != "normal" or not short[i]:
             continue
         rows = np.arange(piece.start, piece.stop)
         best, best_z = -1, math.inf
@@ -835,10 +1091,7 @@ def _absorb(
                 best, best_z = j, abs(z)
         if best < 0:
             continue  # no reference anywhere: keep it as a normal period of its own
-        out[i] = Piece(
-            piece.start, piece.stop, piece.label, piece.model, piece.idle_util, piece.rules,
-            piece.excess, piece.z, absorbed_into=best,
-        )  # fmt: skip
+        out[i] = replace(piece, absorbed_into=best)
     return out
 
 
@@ -882,7 +1135,7 @@ def _gaps(spans: list[tuple[int, int]], m: int) -> list[tuple[int, int]]:
     return out
 
 
-def _read(frame: pd.DataFrame, sig_column: str) -> Windows:
+def _read(frame: pd.DataFrame) -> Windows:
     coverage = coverage_of(frame)
     if coverage is None or coverage.contract != "workload":
         frame = normalise(frame, "workload")
@@ -891,8 +1144,6 @@ def _read(frame: pd.DataFrame, sig_column: str) -> Windows:
             "the segment detector needs CPU utilisation per window: the workload frame has no "
             "'cpu_util' column (fraction of the machine, 0..1)"
         )
-    if sig_column not in frame.columns:
-        raise DataError(f"workload frame: no column {sig_column!r} for the signature's U")
     types = workload_types(frame)
     n_cols = [f"n[{t}]" for t in types]
     rt_cols = [f"rt_sum[{t}]" for t in types]
@@ -901,7 +1152,7 @@ def _read(frame: pd.DataFrame, sig_column: str) -> Windows:
         raise DataError(f"the signature needs summed response times: missing {', '.join(absent)}")
     frame = frame.sort_values("time", kind="stable")
     times = frame["time"]
-    needed = ["window_s", "cpu_util", *n_cols, *rt_cols, sig_column]
+    needed = ["window_s", "cpu_util", *n_cols, *rt_cols]
     if "cpu_cores" in frame.columns:
         needed.append("cpu_cores")
     for column in dict.fromkeys(needed):
@@ -926,9 +1177,6 @@ def _read(frame: pd.DataFrame, sig_column: str) -> Windows:
     if (cores <= 0).any():
         raise DataError("workload frame: column 'cpu_cores' must be positive")
     util = frame["cpu_util"].to_numpy(dtype=np.float64)
-    sig_util = frame[sig_column].to_numpy(dtype=np.float64)
-    if ((sig_util < 0) | (sig_util > 1)).any():
-        raise DataError(f"workload frame: column {sig_column!r} must be a fraction in 0..1")
     with np.errstate(divide="ignore", invalid="ignore"):
         latency = np.where(counts > 0, rt / np.where(counts > 0, counts, 1.0), np.nan)
     start = times.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
@@ -940,5 +1188,4 @@ def _read(frame: pd.DataFrame, sig_column: str) -> Windows:
         latency=latency,
         cpu=util * width * cores,
         cores=cores,
-        sig_util=np.minimum(sig_util, _UTIL_MAX),
     )

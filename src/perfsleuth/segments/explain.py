@@ -10,12 +10,12 @@ from typing import Protocol
 import numpy as np
 
 from perfsleuth.findings import Evidence, Finding, Kind, Severity
-from perfsleuth.segments.kernels.cpumodel import CostShift
+from perfsleuth.segments.kernels.cpumodel import CostChange
 from perfsleuth.segments.kernels.signature import SignatureChange
 from perfsleuth.segments.model import Boundary, Piece, Windows
 from perfsleuth.units import format_seconds
 
-__all__ = ["CHECK", "Params", "anomaly_finding", "change_findings", "named_types"]
+__all__ = ["CHECK", "Params", "anomaly_finding", "change_findings"]
 
 CHECK = "workload_segments"
 """What findings of this family record as their ``detector`` (part of the finding id)."""
@@ -38,6 +38,9 @@ class Params(Protocol):
 
     @property
     def min_change(self) -> float: ...
+
+    @property
+    def min_duration(self) -> float: ...
 
 
 def change_findings(
@@ -193,118 +196,102 @@ def _workload_change(det: Params, data: Windows, b: Boundary) -> Finding:
     )
 
 
-def named_types(det: Params, data: Windows, b: Boundary, end_window: int) -> tuple[str, ...]:
-    """The transaction types an application change names as changed, in the finding's order:
-    the regression's type first, then the signature's (see :func:`_witnesses`); ``end_window``
-    is one past the last window of the period after the boundary."""
-    lead, changed = _witnesses(det, data, b, end_window)
-    return tuple(([lead.name] if lead is not None else []) + [c.name for c in changed])
-
-
-def _witnesses(
-    det: Params, data: Windows, b: Boundary, end_window: int
-) -> tuple[CostShift | None, list[SignatureChange]]:
-    """The regression's changed type (or None) and the signature's, most CPU first."""
-    # Two witnesses name the changed types. The regression: the type whose CPU cost, let to
-    # differ after the boundary, best explains why one model does not fit both periods
-    # (significant at alpha over the types tried); CPU per transaction is what an application
-    # change moves, and contention from outside leaves it alone. The signature: the types whose
-    # service time changed beyond the others' shared slow-down. The regression's type comes
-    # first, then the signature's, those accounting for most CPU first (service time change
-    # beyond the shared one × transactions per window: a long type, stretched less than short
-    # ones by contention, can look "faster" by a large ratio that moves little CPU).
-    lead = b.shifts[0] if b.shifts else None
-    if lead is not None and not lead.p_value < det.alpha / len(b.shifts):
-        lead = None
-    per_window = data.counts[b.index : end_window].mean(axis=0)
-    changed = sorted(
-        (c for c in b.changes if c.changed and (lead is None or c.name != lead.name)),
-        key=lambda c: (
-            -abs(c.after - c.before * c.common) * float(per_window[data.types.index(c.name)]),
-            -abs(math.log(c.ratio / c.common)),
-        ),
-    )
-    return lead, changed
-
-
 def _application_change(det: Params, data: Windows, b: Boundary, end_window: int) -> Finding:
     start, end = data.when(b.index), data.end(end_window - 1)
-    lead, changed = _witnesses(det, data, b, end_window)
     by_name = {c.name: c for c in b.changes}
-    named = ([lead.name] if lead is not None else []) + [c.name for c in changed]
-    # the slow-down shared by the others: against the type named first, or all types' median
-    first = by_name.get(named[0]) if named else None
-    if first is not None:
-        common = first.common
-    else:
-        common = float(np.median([c.ratio for c in b.changes])) if b.changes else 1.0
+    costs = {c.name: c for c in b.costs}
+    after_s = data.seconds(b.index, end_window)
     evidence = [
         Evidence("boundary", start.isoformat()),
         Evidence("extra_error", b.excess, "fraction"),
         Evidence("p_value", b.p_value),
-        Evidence("changed_types", ",".join(named)),
-        Evidence("common_ratio", common),
+        Evidence("changed_types", ",".join(b.named)),
+        Evidence("tentative", b.tentative),
+        Evidence("common_ratio", _common(b)),
+        Evidence("seconds_after", after_s, "s"),
     ]
-    if lead is not None:
-        evidence += [
-            Evidence(f"cpu_cost_shift[{lead.name}]", lead.shift, "s"),
-            Evidence(f"cpu_cost_shift_p[{lead.name}]", lead.p_value),
-        ]
-    for name in named:
-        c = by_name.get(name)
-        if c is None:
-            continue
-        evidence += [
-            Evidence(f"service_time_before[{c.name}]", c.before, "s"),
-            Evidence(f"service_time_after[{c.name}]", c.after, "s"),
-            Evidence(f"service_time_ratio[{c.name}]", c.ratio),
-            Evidence(f"service_time_changed[{c.name}]", c.changed),
-        ]
-        cb, ca = b.coef_before.get(c.name, math.nan), b.coef_after.get(c.name, math.nan)
-        if math.isfinite(cb) and math.isfinite(ca):
-            evidence += [
-                Evidence(f"cpu_per_tx_before[{c.name}]", cb, "s"),
-                Evidence(f"cpu_per_tx_after[{c.name}]", ca, "s"),
-            ]
     parts = []
-    if lead is not None:
-        parts.append(
-            f"{lead.name} costs {format_seconds(abs(lead.shift))} "
-            f"{'more' if lead.shift > 0 else 'less'} CPU per transaction "
-            f"(p = {lead.p_value:.2g})"
-        )
-    if changed:
-        listed = "; ".join(
-            f"{c.name} {format_seconds(c.before)} → {format_seconds(c.after)} "
-            + (
-                f"({100 * c.change:+.0f}%, at least {100 * (c.ratio_low - 1):+.0f}%)"
-                if c.ratio > c.common
-                else f"({100 * c.change:+.0f}%, at most {100 * (c.ratio_high - 1):+.0f}%)"
-            )
-            for c in changed
-        )
-        parts.append(f"service time changed for {listed}")
-    which = "; ".join(parts) if parts else "no single transaction type changed clearly"
-    if abs(math.log(common)) >= math.log1p(det.min_change):
+    for name in b.named:
+        cost, c = costs.get(name), by_name.get(name)
+        if cost is not None:
+            evidence += [
+                Evidence(f"cpu_cost_shift[{name}]", cost.shift, "s"),
+                Evidence(f"cpu_cost_shift_low[{name}]", cost.low, "s"),
+                Evidence(f"cpu_cost_shift_high[{name}]", cost.high, "s"),
+            ]
+            if math.isfinite(cost.before):
+                evidence.append(Evidence(f"cpu_per_tx_before[{name}]", cost.before, "s"))
+        if c is not None:
+            evidence += [
+                Evidence(f"service_time_before[{name}]", c.before, "s"),
+                Evidence(f"service_time_after[{name}]", c.after, "s"),
+                Evidence(f"service_time_ratio[{name}]", c.ratio),
+                Evidence(f"service_time_changed[{name}]", c.changed),
+                Evidence(f"service_time_score[{name}]", c.score),
+            ]
+        parts.append(_named_text(name, cost, c))
+    others = [
+        c for c in b.changes if c.name not in b.named and c.changed
+    ]  # other types whose service time moved clearly, either way
+    if not b.named:
+        which = "no single transaction type changed clearly"
+    else:
+        which = "; ".join(parts)
+        if b.tentative:
+            which = f"most likely {which} (no type stands out clearly)"
         which += (
-            f" (all types {100 * abs(common - 1):.0f}% {'slower' if common > 1 else 'faster'}"
-            " in common: load or contention, not code)"
+            "; others unchanged"
+            if not others
+            else "; service time also changed for "
+            + ", ".join(f"{c.name} ({100 * (c.ratio - 1):+.0f}%)" for c in others)
         )
+    short = after_s < det.min_duration
+    if short:
+        which += f"; only {after_s:.0f} s of data after the change: confirm with more data"
+    severe = bool(b.named) and not b.tentative and not short
     return Finding(
         kind=Kind.APPLICATION_CHANGE,
         entity=det.entity,
         metric="cpu_util",
         start=start,
         end=end,
-        severity=Severity.ERROR if named else Severity.WARNING,
+        severity=Severity.ERROR if severe else Severity.WARNING,
         explanation=(
-            f"{det.entity}: the application changed at {_clock(start)}: no single CPU "
-            f"model explains before and after (extra error {100 * b.excess:.1f}% > allowed "
-            f"{100 * det.allowed_error:.0f}%, p = {b.p_value:.2g}); {which}"
+            f"{det.entity}: the application changed at {_clock(start)}: {which} (no single CPU "
+            f"model explains before and after: extra error {100 * b.excess:.1f}% > allowed "
+            f"{100 * det.allowed_error:.0f}%)"
         ),
         evidence=tuple(evidence),
         detector=CHECK,
     )
+
+
+def _named_text(name: str, cost: CostChange | None, change: SignatureChange | None) -> str:
+    """``"t0: +1.9 ms CPU per transaction (+95%, 95% CI +1.2 ms to +2.6 ms), service time
+    4.4 ms → 7.9 ms (+77%)"``: the type's CPU cost shift and its service time, signed."""
+    bits = []
+    if cost is not None:
+        share = f"{100 * cost.relative:+.0f}%, " if math.isfinite(cost.relative) else ""
+        bits.append(
+            f"{_signed(cost.shift)} CPU per transaction ({share}"
+            f"{100 * cost.confidence:.0f}% CI {_signed(cost.low)} to {_signed(cost.high)})"
+        )
+    if change is not None:
+        bits.append(
+            f"service time {format_seconds(change.before)} → {format_seconds(change.after)} "
+            f"({100 * (change.ratio - 1):+.0f}%, {100 * (change.ratio_low - 1):+.0f}% to "
+            f"{100 * (change.ratio_high - 1):+.0f}%)"
+        )
+    return f"{name}: " + ", ".join(bits) if bits else name
+
+
+def _signed(seconds: float) -> str:
+    return ("+" if seconds >= 0 else "−") + format_seconds(abs(seconds))
+
+
+def _common(b: Boundary) -> float:
+    """The slow-down the types share (1 when the signature has taken it out already)."""
+    return float(np.median([c.common for c in b.changes])) if b.changes else 1.0
 
 
 def _windows(n: int) -> str:

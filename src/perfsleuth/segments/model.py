@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from perfsleuth.segments.kernels.cpumodel import CostShift, CpuModel, fit_cpu_model
+from perfsleuth.segments.kernels.cpumodel import CostChange, CpuModel, fit_cpu_model
 from perfsleuth.segments.kernels.signature import SignatureChange
 
 __all__ = ["Boundary", "BoundaryKind", "FloatArray", "Label", "Piece", "Windows"]
@@ -40,7 +40,6 @@ class Windows:
     latency: FloatArray  # mean latency per window and type (s), NaN where no transactions
     cpu: FloatArray  # CPU-seconds per window
     cores: FloatArray
-    sig_util: FloatArray
 
     def when(self, i: int) -> datetime:
         """Start of window i (UTC)."""
@@ -50,6 +49,10 @@ class Windows:
     def end(self, i: int) -> datetime:
         """End of window i (UTC)."""
         return self.when(i) + timedelta(seconds=float(self.width[i]))
+
+    def seconds(self, a: int, b: int) -> float:
+        """How long the windows ``[a, b)`` last, in seconds (their widths added up)."""
+        return float(self.width[a:b].sum())
 
     def model(self, rows: NDArray[np.intp], alpha: float) -> CpuModel:
         """The CPU model (stepwise selection at ``alpha``) of the windows ``rows``."""
@@ -92,12 +95,13 @@ class Boundary:
     ``kind`` is ``"workload_change"`` or ``"application_change"``; ``index`` the first window of
     the later group (or segment); ``before``/``after`` the two sides' ``[start, stop)`` window
     ranges. ``excess`` is the joint model's worst extra relative error, ``p_value`` the Chow
-    test's; ``changes`` the signature comparison (when the models differ); ``unconfirmed`` a
-    workload change whose CPU models differ although no transaction type's service time changed
-    (see ``confirm``); ``shifts`` (application changes) each type's CPU cost change as one joint
-    regression sees it (:func:`~perfsleuth.segments.kernels.cpumodel.cost_shifts`), largest
-    first; ``named`` (application changes) the transaction types the finding names as changed,
-    the regression's first, then the signature's (:func:`.explain.named_types`).
+    test's; ``changes`` the signature comparison (service times with the common conditions of
+    each window taken out, :func:`~perfsleuth.segments.kernels.signature.compare_service`);
+    ``unconfirmed`` a workload change whose CPU models differ although no transaction type's
+    service time changed (see ``confirm``). For application changes: ``named`` the transaction
+    types named as changed, the most certain first (``tentative`` when none stood out clearly
+    and the likeliest is named), and ``costs`` their CPU cost per transaction before and the
+    shift after, with intervals (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`).
     """
 
     index: int
@@ -110,5 +114,6 @@ class Boundary:
     coef_before: dict[str, float] = field(default_factory=dict)
     coef_after: dict[str, float] = field(default_factory=dict)
     unconfirmed: bool = False
-    shifts: tuple[CostShift, ...] = ()
     named: tuple[str, ...] = ()
+    tentative: bool = False
+    costs: tuple[CostChange, ...] = ()

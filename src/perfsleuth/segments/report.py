@@ -306,13 +306,14 @@ def _segments(result: SegmentAnalysis) -> Table:
 def _boundaries(result: SegmentAnalysis) -> Table:
     rows = []
     for b in result.boundaries:
-        changed = ", ".join(f"{c.name} {100 * c.change:+.0f}%" for c in b.changes if c.changed)
-        lead = b.shifts[0] if b.shifts else None
-        shift = (
-            ""
-            if lead is None
-            else f"{lead.name} {'+' if lead.shift >= 0 else '−'}"
-            f"{format_seconds(abs(lead.shift))} (p = {lead.p_value:.2g})"
+        changed = ", ".join(
+            f"{c.name} {100 * (c.ratio - 1):+.0f}%" for c in b.changes if c.name in b.named
+        )
+        shift = ", ".join(
+            f"{c.name} {'+' if c.shift >= 0 else '−'}{format_seconds(abs(c.shift))} "
+            f"({'+' if c.low >= 0 else '−'}{format_seconds(abs(c.low))} to "
+            f"{'+' if c.high >= 0 else '−'}{format_seconds(abs(c.high))})"
+            for c in b.costs
         )
         rows.append(
             (
@@ -320,7 +321,7 @@ def _boundaries(result: SegmentAnalysis) -> Table:
                 b.kind.replace("_", " "),
                 f"{100 * b.excess:.1f}%",
                 f"{b.p_value:.2g}",
-                changed,
+                changed + (" (tentative)" if b.tentative else ""),
                 shift,
             )
         )
@@ -331,7 +332,7 @@ def _boundaries(result: SegmentAnalysis) -> Table:
             "extra error",
             "p-value",
             "service time changed",
-            "largest CPU cost shift",
+            "CPU per transaction changed (CI)",
         ),
         rows=tuple(rows),
         caption="Reconciliation of consecutive normal periods",

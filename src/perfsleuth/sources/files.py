@@ -1,32 +1,74 @@
-"""Frames from files: CSV (with line-accurate errors) and Parquet.
+"""Frames from files: CSV (with line-accurate errors) and Parquet, long or wide, or stdin.
 
 Bytes in, frames out; all validation is :func:`perfsleuth.frames.normalise`'s job. Line numbers
-are worked out only when an error needs one, so the fast path stays pandas' C parser.
+are worked out only when an error needs one, so the fast path stays pandas' C parser. A path of
+``-`` is standard input (CSV, or Parquet recognised by its magic bytes), named ``<stdin>`` in
+errors.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TextIO
 
 import numpy as np
 import pandas as pd
 
 from perfsleuth.errors import DataError, SourceError, located
-from perfsleuth.frames import Contract, Locate, normalise
+from perfsleuth.frames import CONTRACTS, METRIC, Contract, Locate, TimeUnit, normalise
 
-__all__ = ["CsvRecords", "read_frame", "read_table", "read_wide"]
+__all__ = [
+    "CsvRecords",
+    "input_name",
+    "is_stdin",
+    "read_bytes",
+    "read_frame",
+    "read_metric",
+    "read_table",
+]
 
 _PANDAS_LINE = re.compile(r"line (\d+)")
+_TIME_NAMES = ("time", "timestamp", "ts", "datetime", "date")  # a wide file's time column
+_STDIN: list[tuple[object, bytes]] = []  # (stream, its bytes): standard input is read once
+
+
+def is_stdin(path: str | Path) -> bool:
+    """Whether ``path`` is ``-``: standard input."""
+    return str(path) == "-"
+
+
+def input_name(path: str | Path) -> str:
+    """``path`` as errors name it (``<stdin>`` for ``-``)."""
+    return "<stdin>" if is_stdin(path) else str(path)
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of a file, or of standard input for ``-``.
+
+    Standard input is read once; every reader of ``-`` in a process gets the same bytes.
+    Raises :class:`SourceError` when the file cannot be read.
+    """
+    if is_stdin(path):
+        stream = sys.stdin.buffer
+        if not _STDIN or _STDIN[0][0] is not stream:
+            _STDIN[:] = [(stream, stream.read())]
+        return _STDIN[0][1]
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def read_table(
     path: str | Path, *, columns: Mapping[str, str] | None = None
 ) -> tuple[pd.DataFrame, Locate | None]:
-    """Read a CSV or Parquet file without validating its values.
+    """Read a CSV or Parquet file (or ``-``, standard input) without validating its values.
 
     Returns the rows (CSV: every field a string, blank lines dropped) and a map from row
     position to line number in the file (``None`` for Parquet, whose errors name the row).
@@ -34,33 +76,41 @@ def read_table(
     :class:`SourceError` when the file cannot be read and :class:`DataError` when it is empty,
     a CSV row has the wrong number of fields, or a header repeats a name.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise SourceError(f"{path}: no such file")
-    locate: Locate | None = None
-    if path.suffix.lower() in {".parquet", ".pq"}:
-        try:
-            table = pd.read_parquet(path)
-        except (OSError, ValueError) as exc:
-            raise DataError(f"{path}: not a readable Parquet file: {exc}") from exc
+    name = input_name(path)
+    data: bytes | None = None
+    if is_stdin(path):
+        data = read_bytes(path)
+        parquet = data[:4] == b"PAR1"
     else:
-        table, locate = _read_csv(path)
+        path = Path(path)
+        if not path.is_file():
+            raise SourceError(f"{path}: no such file")
+        parquet = path.suffix.lower() in {".parquet", ".pq"}
+    locate: Locate | None = None
+    if parquet:
+        try:
+            table = pd.read_parquet(io.BytesIO(data) if data is not None else path)
+        except (OSError, ValueError) as exc:
+            raise DataError(f"{name}: not a readable Parquet file: {exc}") from exc
+    else:
+        table, locate = _read_csv(name, data if data is not None else Path(path))
     if columns:
         table = table.rename(columns=dict(columns))
     if table.empty:
-        raise DataError(f"{path}: no data rows")
+        raise DataError(f"{name}: no data rows")
     return table, locate
 
 
-def _read_csv(path: Path) -> tuple[pd.DataFrame, Locate]:
-    empty = f"{path}: empty file (expected a header line and data rows)"
-    if path.stat().st_size == 0:
+def _read_csv(name: str, content: bytes | Path) -> tuple[pd.DataFrame, Locate]:
+    empty = f"{name}: empty file (expected a header line and data rows)"
+    size = len(content) if isinstance(content, bytes) else content.stat().st_size
+    if size == 0:
         raise DataError(empty)
     try:
         # header=None: the header line sets the field count, so pandas reports every longer
         # row with its line (with a header it would silently turn one extra field into an index).
         raw = pd.read_csv(
-            path,
+            io.BytesIO(content) if isinstance(content, bytes) else content,
             header=None,
             dtype=str,
             keep_default_na=False,
@@ -74,15 +124,15 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, Locate]:
         match = _PANDAS_LINE.search(str(exc))
         line = int(match.group(1)) if match else None
         raise DataError(
-            located(f"malformed row: {_short(str(exc))}", source=str(path), line=line)
+            located(f"malformed row: {_short(str(exc))}", source=name, line=line)
         ) from None
     except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text at byte {exc.start}") from None
-    header = [str(name).strip() for name in raw.iloc[0]]
-    repeated = sorted({name for name in header if header.count(name) > 1})
+        raise DataError(f"{name}: not UTF-8 text at byte {exc.start}") from None
+    header = [str(field).strip() for field in raw.iloc[0]]
+    repeated = sorted({field for field in header if header.count(field) > 1})
     if repeated:
-        raise DataError(located(f"header repeats column(s) {repeated}", source=str(path), line=1))
-    records = CsvRecords(path)
+        raise DataError(located(f"header repeats column(s) {repeated}", source=name, line=1))
+    records = CsvRecords(content)
     table = raw.iloc[1:].reset_index(drop=True)
     table.columns = pd.Index(header)
     blank = (table == "").all(axis=1).to_numpy()
@@ -93,7 +143,7 @@ def _read_csv(path: Path) -> tuple[pd.DataFrame, Locate]:
             raise DataError(
                 located(
                     f"malformed row: expected {len(header)} fields, saw {fields}",
-                    source=str(path),
+                    source=name,
                     line=line,
                 )
             )
@@ -117,14 +167,19 @@ class CsvRecords:
     error paths need this, so the fast path never pays for a second read of the file.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, content: Path | bytes) -> None:
+        self.content = content
         self._records: list[tuple[int, int]] | None = None
 
     def record(self, number: int) -> tuple[int, int]:
         """``(first line, field count)`` of record ``number`` (0 = header)."""
         if self._records is None:
-            with self.path.open(newline="", encoding="utf-8") as handle:
+            handle: TextIO
+            if isinstance(self.content, bytes):
+                handle = io.StringIO(self.content.decode("utf-8"), newline="")
+            else:
+                handle = self.content.open(newline="", encoding="utf-8")
+            with handle:
                 reader = csv.reader(handle)
                 records, start = [], 1
                 for fields in reader:
@@ -142,70 +197,175 @@ def read_frame(
     missing: Literal["error", "drop"] = "error",
     disorder: Literal["error", "sort"] = "error",
     duplicates: Literal["error", "first"] = "error",
+    time_unit: TimeUnit = "auto",
+    tz: str = "UTC",
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
 ) -> pd.DataFrame:
-    """Read ``path`` (CSV or Parquet) and normalise it to ``contract``.
+    """Read ``path`` (CSV or Parquet; ``-`` for standard input) and normalise it to ``contract``.
 
-    Errors name the file, the line (CSV) or row (Parquet), and the column.
+    A metric file may be wide (see :func:`read_metric`). ``missing``, ``disorder``,
+    ``duplicates``, ``time_unit``, ``tz``, ``since`` and ``until`` are
+    :func:`perfsleuth.frames.normalise`'s. Errors name the file, the line (CSV) or row
+    (Parquet), and the column.
     """
+    spec = CONTRACTS[contract] if isinstance(contract, str) else contract
+    if spec.name == "metric":
+        return read_metric(
+            path, columns=columns, missing=missing, disorder=disorder, duplicates=duplicates,
+            time_unit=time_unit, tz=tz, since=since, until=until,
+        )  # fmt: skip
     table, locate = read_table(path, columns=columns)
     return normalise(
         table,
-        contract,
-        source=str(Path(path)),
+        spec,
+        source=input_name(path),
         locate=locate,
         aliases={target: source for source, target in (columns or {}).items()},
         missing=missing,
         disorder=disorder,
         duplicates=duplicates,
+        time_unit=time_unit,
+        tz=tz,
+        since=since,
+        until=until,
     )
 
 
-def read_wide(
+def read_metric(
     path: str | Path,
     *,
-    values: list[str],
-    time_column: str = "time",
+    columns: Mapping[str, str] | None = None,
+    values: Sequence[str] = (),
+    time_column: str | None = None,
     entity: str | None = None,
     unit: str = "",
     missing: Literal["error", "drop"] = "error",
     disorder: Literal["error", "sort"] = "error",
     duplicates: Literal["error", "first"] = "error",
+    time_unit: TimeUnit = "auto",
+    tz: str = "UTC",
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
 ) -> pd.DataFrame:
-    """A metric frame from a wide file: a time column and one column per metric.
+    """A metric frame from a long file (the contract's columns) or a wide one.
 
-    Each column of ``values`` becomes the series ``(entity, column)``; ``entity`` defaults to
-    the file name without its suffix. Errors name the file, the line and the column.
+    A **wide** file has a time column and one column per metric: each column of ``values``
+    becomes the series ``(entity, column)``, ``entity`` defaulting to the file name without
+    its suffix. Without ``values`` a file that lacks the contract's ``entity``, ``metric`` and
+    ``value`` columns is read as wide when that is unambiguous: a time column and exactly one
+    other column, a numeric one. ``time_column`` defaults to ``time``, else the one column
+    named ``timestamp``, ``ts``, ``datetime`` or ``date``; ``unit`` is the unit of a wide
+    file's values. The other options are :func:`perfsleuth.frames.normalise`'s.
     """
-    path = Path(path)
-    table, locate = read_table(path)
-    absent = [c for c in (time_column, *values) if c not in table.columns]
+    name = input_name(path)
+    table, locate = read_table(path, columns=columns)
+    absent = [c for c in (time_column, *values) if c is not None and c not in table.columns]
     if absent:
         raise DataError(
-            f"{path}: no column(s) {', '.join(map(repr, absent))} "
-            f"(columns present: {', '.join(map(str, table.columns))})"
+            f"{name}: no column(s) {', '.join(map(repr, absent))} (columns present: {_list(table)})"
         )
-    name = entity or path.stem
+    explicit = bool(values) or time_column is not None
+    if not explicit and set(METRIC.required) <= set(table.columns):
+        found = None
+    else:
+        found = _wide_columns(name, table, values, time_column)
+    if found is None and explicit:
+        raise DataError(
+            f"{name}: not a wide file: it needs a time column (time, timestamp, ts, datetime or "
+            f"date, or name it with time_column) and numeric value columns (columns present: "
+            f"{_list(table)})"
+        )
+    if found is None:
+        return normalise(
+            table,
+            "metric",
+            source=name,
+            locate=locate,
+            aliases={target: source for source, target in (columns or {}).items()},
+            missing=missing,
+            disorder=disorder,
+            duplicates=duplicates,
+            time_unit=time_unit,
+            tz=tz,
+            since=since,
+            until=until,
+        )
+    time_name, value_names = found
     return pd.concat(
         [
             normalise(
                 pd.DataFrame(
                     {
-                        "time": table[time_column],
-                        "entity": name,
+                        "time": table[time_name],
+                        "entity": entity or _stem(path),
                         "metric": column,
                         "value": table[column],
                         "unit": unit,
                     }
                 ),
                 "metric",
-                source=str(path),
+                source=name,
                 locate=locate,
-                aliases={"time": time_column, "value": column},
+                aliases={"time": time_name, "value": column},
                 missing=missing,
                 disorder=disorder,
                 duplicates=duplicates,
+                time_unit=time_unit,
+                tz=tz,
+                since=since,
+                until=until,
             )
-            for column in values
+            for column in value_names
         ],
         ignore_index=True,
     )
+
+
+def _list(table: pd.DataFrame) -> str:
+    return ", ".join(map(str, table.columns)) or "none"
+
+
+def _stem(path: str | Path) -> str:
+    return "stdin" if is_stdin(path) else Path(path).stem
+
+
+def _wide_columns(
+    name: str, table: pd.DataFrame, values: Sequence[str], time_column: str | None
+) -> tuple[str, list[str]] | None:
+    """``(time column, value columns)`` of a wide file, or None when it is not one.
+
+    Without ``values``, every column but the time column must be numeric and there must be
+    exactly one (several would be a guess): a text column means a long file missing columns.
+    """
+    if time_column is None:
+        named = [c for c in table.columns if str(c).lower() in _TIME_NAMES]
+        if "time" in table.columns:
+            time_column = "time"
+        elif len(named) == 1:
+            time_column = str(named[0])
+        else:
+            return None
+    if values:
+        return time_column, list(values)
+    others = [str(c) for c in table.columns if c != time_column]
+    numeric = [c for c in others if _numeric(table[c])]
+    if len(numeric) != len(others) or not numeric:
+        return None
+    if len(numeric) > 1:
+        raise DataError(
+            f"{name}: a wide file with {len(numeric)} value columns ({', '.join(numeric)}): name "
+            "those to read with values = [...] in a config, -c/--column on the command line"
+        )
+    return time_column, numeric
+
+
+def _numeric(column: pd.Series) -> bool:
+    """Mostly numbers (a few bad cells are the frame check's to report, with their line)."""
+    if pd.api.types.is_bool_dtype(column):
+        return False
+    if pd.api.types.is_numeric_dtype(column):
+        return True
+    text = column.astype("string").str.strip()
+    filled = text[text.notna() & (text != "")]
+    return len(filled) > 0 and pd.to_numeric(filled, errors="coerce").notna().mean() > 0.5

@@ -22,6 +22,7 @@ import pandas as pd
 
 from perfsleuth.errors import DataError, SourceError
 from perfsleuth.frames import normalise
+from perfsleuth.sources.files import input_name, is_stdin
 from perfsleuth.sources.specs import (
     AggregatedSource,
     FileSource,
@@ -96,13 +97,13 @@ def source_label(source: Source, *, base: Path | None = None, store: Path | None
         path = source.path if source.path is not None else store
         return f"store {_resolve(path, base) if path is not None else '?'} ({source.contract})"
     if isinstance(source, WeblogSource | PgbenchSource):
-        return ", ".join(str(_resolve(p, base)) for p in source.paths)
-    return str(_resolve(source.path, base))
+        return ", ".join(input_name(_resolve(p, base)) for p in source.paths)
+    return input_name(_resolve(source.path, base))
 
 
 def _resolve(path: Path, base: Path | None) -> Path:
     path = path.expanduser()
-    if base is None or path.is_absolute():
+    if base is None or path.is_absolute() or is_stdin(path):
         return path
     return base / path
 
@@ -146,6 +147,8 @@ def load(
         labels.setdefault(info.contract, []).append(info.label)
         infos.append(info)
         log.info("%s: %d row(s) of %s", info.label, len(frame), info.contract)
+        if not len(frame) and (getattr(source, "since", None) or getattr(source, "until", None)):
+            log.warning("%s: no rows between since and until", info.label)
     frames = {
         contract: _join(contract, pieces, labels[contract]) for contract, pieces in parts.items()
     }
@@ -162,6 +165,7 @@ def read_source(
 ) -> tuple[pd.DataFrame, SourceInfo]:
     """One source as a normalised frame of its contract, and what it gave."""
     label = source_label(source, base=base, store=store_path)
+    log.info("reading %s (%s) ...", label, source.kind)  # progress: big files take a while
     note, rejects = "", None
     if isinstance(source, FileSource):
         frame = _read_file(source, base)
@@ -178,12 +182,12 @@ def read_source(
     elif isinstance(source, SarSource | PidstatSource | PerfmonSource):
         frame = _read_system_log(source, base)
     else:
-        transactions = _read_transactions(source, base)
+        transactions = _read_transactions(source, base).between(source.since, source.until)
         note, rejects = transactions.summary(), transactions.rejects
         frame = transactions.workload(source.window)
-    cpu = getattr(source, "cpu", None)
-    if cpu is not None:
-        frame = _attach_cpu(frame, _resolve(cpu, base), source.cpu_unit)  # type: ignore[union-attr]
+    logs = AggregatedSource | WeblogSource | PgbenchSource | TransactionsSource
+    if isinstance(source, logs) and (source.cpu is not None or source.cpu_url is not None):
+        frame = _attach_cpu(frame, source, base, store)
     return frame, _info(label, source.contract, frame, note, rejects)
 
 
@@ -212,6 +216,8 @@ def _read_transactions(
         columns=source.columns or None,
         unit=source.unit,
         strict=source.strict,
+        time_unit=source.time_unit,
+        tz=source.tz,
     )
 
 
@@ -223,14 +229,38 @@ def _read_system_log(
     if isinstance(source, SarSource):
         from perfsleuth.sources.sysstat import read_sar
 
-        return read_sar(path)
+        return read_sar(
+            path,
+            missing=source.missing,
+            disorder=source.disorder,
+            duplicates=source.duplicates,
+            since=source.since,
+            until=source.until,
+        )
     if isinstance(source, PidstatSource):
         from perfsleuth.sources.sysstat import read_pidstat
 
-        return read_pidstat(path, node=source.node, tz=source.tz)
+        return read_pidstat(
+            path,
+            node=source.node,
+            tz=source.tz,
+            missing=source.missing,
+            disorder=source.disorder,
+            duplicates=source.duplicates,
+            since=source.since,
+            until=source.until,
+        )
     from perfsleuth.sources.perfmon import perfmon_processes, read_perfmon
 
-    return read_perfmon(path) if source.contract == "counter" else perfmon_processes(path)
+    read = read_perfmon if source.contract == "counter" else perfmon_processes
+    return read(
+        path,
+        missing=source.missing,
+        disorder=source.disorder,
+        duplicates=source.duplicates,
+        since=source.since,
+        until=source.until,
+    )
 
 
 def _read_aggregated(source: AggregatedSource, base: Path | None) -> pd.DataFrame:
@@ -241,16 +271,55 @@ def _read_aggregated(source: AggregatedSource, base: Path | None) -> pd.DataFram
         columns=source.columns or None,
         window=source.window,
         unit=source.unit,
+        time_unit=source.time_unit,
+        tz=source.tz,
+        since=source.since,
+        until=source.until,
     )
 
 
-def _attach_cpu(frame: pd.DataFrame, path: Path, unit: str) -> pd.DataFrame:
-    from perfsleuth.sources.cpu import attach_cpu, read_cpu
+def _attach_cpu(
+    frame: pd.DataFrame,
+    source: AggregatedSource | WeblogSource | PgbenchSource | TransactionsSource,
+    base: Path | None,
+    open_store: Store | None,
+) -> pd.DataFrame:
+    """The windows' CPU: a CPU table, or the CPU of the processes ``cpu_of`` names (from a
+    store, a process table or process-exporter), aligned to the windows by time overlap."""
+    from perfsleuth.sources.cpu import attach_cpu, prometheus_service_cpu, read_cpu, service_cpu
 
+    if len(frame) == 0:
+        return frame
+    if source.cpu_url is not None:
+        width = float(frame["window_s"].min())
+        cpu = prometheus_service_cpu(
+            source.cpu_url,
+            source.cpu_of,
+            frame["time"].min().to_pydatetime(),
+            (frame["time"].max() + pd.Timedelta(seconds=width)).to_pydatetime(),
+            timedelta(seconds=width),
+        )
+        where = source.cpu_url
+    else:
+        path = _resolve(source.cpu, base)  # type: ignore[arg-type]
+        where = str(path)
+        if not source.cpu_of:
+            cpu = read_cpu(path, unit=source.cpu_unit)
+        else:
+            if path.suffix.lower() in (".duckdb", ".db"):
+                spec = StoreSource(kind="store", path=path, contract="process")
+                processes = _read_store(spec, path, where, open_store)
+            else:
+                processes = _read_file(FileSource(path=path, contract="process"), None)
+            cpu = service_cpu(processes, source.cpu_of, source=where)
     before = len(frame)
-    out = attach_cpu(frame, read_cpu(path, unit=unit))
+    out = attach_cpu(frame, cpu)
     if len(out) < before:
-        log.warning("%d window(s) without a CPU sample in %s left out", before - len(out), path)
+        log.warning(
+            "%d window(s) not wholly covered by the CPU samples of %s left out",
+            before - len(out),
+            where,
+        )
     return out
 
 
@@ -292,14 +361,17 @@ def _join(contract: str, pieces: Sequence[pd.DataFrame], labels: Sequence[str]) 
 
 
 def _read_file(source: FileSource, base: Path | None) -> pd.DataFrame:
-    from perfsleuth.sources.files import read_frame, read_table, read_wide
+    from perfsleuth.sources.files import read_frame, read_metric, read_table
 
     path = _resolve(source.path, base)
-    if not path.exists():
+    if not is_stdin(path) and not path.exists():
         raise SourceError(f"{path}: no such file")
-    if source.values:
-        return read_wide(
+    if source.nodes is not None and source.contract != "process":
+        raise DataError(f"{path}: nodes = ... applies to process sources only")
+    if source.contract == "metric" or (source.contract == "counter" and source.values):
+        frame = read_metric(
             path,
+            columns=source.columns or None,
             values=source.values,
             time_column=source.time_column,
             entity=source.entity,
@@ -307,7 +379,15 @@ def _read_file(source: FileSource, base: Path | None) -> pd.DataFrame:
             missing=source.missing,
             disorder=source.disorder,
             duplicates=source.duplicates,
+            time_unit=source.time_unit,
+            tz=source.tz,
+            since=source.since,
+            until=source.until,
         )
+        if source.contract == "metric":
+            return frame
+        # a wide counter file: its columns are counters, not metrics
+        return normalise(frame.rename(columns={"metric": "counter"}), "counter", source=str(path))
     frame = read_frame(
         path,
         source.contract,
@@ -315,10 +395,12 @@ def _read_file(source: FileSource, base: Path | None) -> pd.DataFrame:
         missing=source.missing,
         disorder=source.disorder,
         duplicates=source.duplicates,
+        time_unit=source.time_unit,
+        tz=source.tz,
+        since=source.since,
+        until=source.until,
     )
     if source.nodes is not None:
-        if source.contract != "process":
-            raise DataError(f"{path}: nodes = ... applies to process sources only")
         from perfsleuth.processes.scanner import attach_nodes
 
         nodes = _resolve(source.nodes, base)

@@ -15,22 +15,26 @@ a blank cell (relog writes ``" "``) is a missing sample.
   ``machine_cpu`` from ``Processor(_Total)``; ``user`` is ``-`` (perfmon has none) and the
   ``_Total`` and ``Idle`` instances are left out.
 
-Malformed input raises :class:`~perfsleuth.errors.DataError` naming file, line and column.
+Malformed input raises :class:`~perfsleuth.errors.DataError` naming file, line and column. A path
+of ``-`` reads standard input.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from perfsleuth.errors import DataError, SourceError, located
+from perfsleuth.errors import DataError, located
 from perfsleuth.frames import normalise
+from perfsleuth.sources.files import input_name, is_stdin, read_bytes
 
 __all__ = ["perfmon_processes", "read_perfmon"]
 
@@ -64,17 +68,14 @@ class _Log:
 
 
 def _read(path: str | Path) -> _Log:
-    path = Path(path)
-    source = str(path)
+    source = input_name(path)
+    text = read_bytes(path).decode("utf-8-sig", errors="replace")
     try:
-        with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
-            rows = list(csv.reader(handle))
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        rows = list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as exc:
-        raise DataError(f"{path}: not CSV: {exc}") from exc
+        raise DataError(f"{source}: not CSV: {exc}") from exc
     if not rows:
-        raise DataError(f"{path}: empty file")
+        raise DataError(f"{source}: empty file")
     header = rows[0]
     first = _FIRST.match(header[0].strip()) if header else None
     if first is None:
@@ -119,7 +120,7 @@ def _read(path: str | Path) -> _Log:
                 ) from None
         values.append(parsed)
     if not times:
-        raise DataError(f"{path}: no samples after the header")
+        raise DataError(f"{source}: no samples after the header")
     return _Log(source, times, lines, columns, np.asarray(values, dtype=np.float64))
 
 
@@ -136,8 +137,20 @@ def _time(text: str, bias: timedelta, source: str, line: int, column: str) -> da
     )  # fmt: skip
 
 
-def read_perfmon(path: str | Path) -> pd.DataFrame:
-    """Read a perfmon CSV into a normalised counter frame (missing samples left out)."""
+def read_perfmon(
+    path: str | Path,
+    *,
+    missing: Literal["error", "drop"] = "error",
+    disorder: Literal["error", "sort"] = "error",
+    duplicates: Literal["error", "first"] = "error",
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> pd.DataFrame:
+    """Read a perfmon CSV into a normalised counter frame (missing samples left out).
+
+    ``missing``, ``disorder``, ``duplicates``, ``since`` and ``until`` are
+    :func:`perfsleuth.frames.normalise`'s.
+    """
     log = _read(path)
     n_rows, n_cols = log.values.shape
     frame = pd.DataFrame(
@@ -153,14 +166,27 @@ def read_perfmon(path: str | Path) -> pd.DataFrame:
     )  # fmt: skip
     frame = frame[frame["value"].notna()].reset_index(drop=True)
     lines = frame.pop("_line").to_numpy()
-    return normalise(frame, "counter", source=log.source, locate=lambda pos: int(lines[pos]))
+    return normalise(
+        frame,
+        "counter",
+        source=log.source,
+        locate=lambda pos: int(lines[pos]),
+        missing=missing,
+        disorder=disorder,
+        duplicates=duplicates,
+        since=since,
+        until=until,
+    )
 
 
 def has_processes(path: str | Path) -> bool:
-    """Whether a perfmon CSV's header names any ``Process(<name>)`` counter (reads one line)."""
+    """Whether a perfmon CSV's header names any ``Process(<name>)`` counter."""
     try:
-        with Path(path).open(encoding="utf-8-sig", errors="replace") as handle:
-            header = handle.readline()
+        if is_stdin(path):
+            header = read_bytes(path).decode("utf-8-sig", errors="replace").split("\n", 1)[0]
+        else:
+            with Path(path).open(encoding="utf-8-sig", errors="replace") as handle:
+                header = handle.readline()
     except OSError:
         return False  # the reader itself says why the file cannot be read
     return "\\Process(" in header and any(
@@ -168,8 +194,20 @@ def has_processes(path: str | Path) -> bool:
     )
 
 
-def perfmon_processes(path: str | Path) -> pd.DataFrame:
-    """Read the ``Process(*)`` counters of a perfmon CSV into a normalised process frame."""
+def perfmon_processes(
+    path: str | Path,
+    *,
+    missing: Literal["error", "drop"] = "error",
+    disorder: Literal["error", "sort"] = "error",
+    duplicates: Literal["error", "first"] = "error",
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> pd.DataFrame:
+    """Read the ``Process(*)`` counters of a perfmon CSV into a normalised process frame.
+
+    ``missing``, ``disorder``, ``duplicates``, ``since`` and ``until`` are
+    :func:`perfsleuth.frames.normalise`'s.
+    """
     log = _read(path)
     times = pd.DatetimeIndex(log.times)
     seconds = np.diff(times.asi8) / 1e9
@@ -230,7 +268,17 @@ def perfmon_processes(path: str | Path) -> pd.DataFrame:
         raise DataError(f"{log.source}: no Process(<name>) counters in this log")
     frame = pd.concat(parts, ignore_index=True)
     lines = frame.pop("_line").to_numpy()
-    return normalise(frame, "process", source=log.source, locate=lambda pos: int(lines[pos]))
+    return normalise(
+        frame,
+        "process",
+        source=log.source,
+        locate=lambda pos: int(lines[pos]),
+        missing=missing,
+        disorder=disorder,
+        duplicates=duplicates,
+        since=since,
+        until=until,
+    )
 
 
 def _column(log: _Log, at: int | None, default: float) -> np.ndarray:

@@ -53,10 +53,13 @@ __all__ = [
     "read_meminfo",
     "read_os",
     "read_own_cgroup",
+    "read_pressure",
     "read_process_io",
     "read_processes",
     "read_stat",
+    "read_task_schedstat",
     "read_vmstat",
+    "runnable_growth",
 ]
 
 TICKS = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
@@ -108,6 +111,7 @@ _MEMINFO = frozenset(
         "SwapTotal",
         "SwapFree",
         "Dirty",
+        "Writeback",
         "Shmem",
         "Slab",
     }
@@ -249,6 +253,22 @@ def read_vmstat(proc: Path = Path("/proc")) -> dict[str, float]:
     return parse_keyed(_machine_file(proc / "vmstat"))
 
 
+PRESSURE = ("cpu", "memory", "io")
+"""The resources of pressure stall information (PSI, /proc/pressure and cgroup v2 files)."""
+
+
+def read_pressure(proc: Path = Path("/proc")) -> dict[str, dict[str, float]]:
+    """/proc/pressure/{cpu,memory,io}: per resource, the ``some`` and ``full`` lines'
+    ``total=`` (µs, cumulative: time some / all non-idle tasks were stalled on it). Empty
+    where the kernel has no PSI (``psi=0`` or before 4.20)."""
+    out: dict[str, dict[str, float]] = {}
+    for resource in PRESSURE:
+        totals = _pressure(_optional_file(proc / "pressure" / resource))
+        if totals:
+            out[resource] = totals
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class DiskStats:
     """One block device's cumulative counters from /proc/diskstats."""
@@ -326,6 +346,10 @@ class ProcessReading:
     file_bytes: float | None = None
     """Σ sizes of the regular files it holds open for writing (a growing log shows here);
     None when not asked for or unreadable."""
+    wait_ns: float | None = None
+    """Run-queue wait of its main thread since it started, ns (/proc/<pid>/schedstat's second
+    field: time runnable but not running); None when not asked for or unreadable. CPU time +
+    wait is the time it wanted a CPU: a spinning process starved by others still wants all."""
 
 
 def _process_io(base: bytes) -> dict[str, float] | None:
@@ -362,7 +386,16 @@ def _files_for_writing(base: bytes) -> float | None:
     return total
 
 
-def _process(base: bytes, pid: int, with_io: bool, with_files: bool) -> ProcessReading | None:
+def _run_delay(base: bytes) -> float | None:
+    try:
+        return float(_read(base + b"/schedstat").split()[1])
+    except (OSError, IndexError, ValueError):
+        return None  # no CONFIG_SCHED_INFO, or vanished
+
+
+def _process(
+    base: bytes, pid: int, with_io: bool, with_files: bool, with_wait: bool = False
+) -> ProcessReading | None:
     try:
         stat = _read(base + b"/stat")
         uid = os.stat(base).st_uid
@@ -384,7 +417,8 @@ def _process(base: bytes, pid: int, with_io: bool, with_files: bool) -> ProcessR
         if values is not None and "read_bytes" in values and "write_bytes" in values:
             io = values["read_bytes"] + values["write_bytes"]
     files = _files_for_writing(base) if with_files else None
-    return ProcessReading(pid, start, name, uid, cpu, rss, io, files)
+    wait = _run_delay(base) if with_wait else None
+    return ProcessReading(pid, start, name, uid, cpu, rss, io, files, wait)
 
 
 def read_processes(
@@ -392,13 +426,15 @@ def read_processes(
     *,
     with_io: bool = True,
     with_files: bool = False,
+    with_wait: bool = False,
     pids: Iterable[int] | None = None,
 ) -> list[ProcessReading]:
     """Every process visible in ``proc`` (or those of ``pids``), skipping those that vanish
     while being read.
 
     ``with_io`` reads /proc/<pid>/io (bytes read and written), ``with_files`` the sizes of the
-    files each holds open for writing (both cost a few more reads per process).
+    files each holds open for writing, ``with_wait`` the run-queue wait of /proc/<pid>/schedstat
+    (each costs a few more reads per process).
     """
     root = os.fsencode(proc)
     if pids is None:
@@ -407,7 +443,7 @@ def read_processes(
         entries = [(int(p), str(int(p)).encode()) for p in pids]
     out: list[ProcessReading] = []
     for pid, entry in entries:
-        got = _process(root + b"/" + entry, pid, with_io, with_files)
+        got = _process(root + b"/" + entry, pid, with_io, with_files, with_wait)
         if got is not None:
             out.append(got)
     return out
@@ -432,6 +468,37 @@ def io_growth(
     return totals
 
 
+def runnable_growth(
+    before: Mapping[int, Mapping[str, float]],
+    after: Mapping[int, Mapping[str, float]],
+    seconds: float,
+) -> tuple[float, float] | None:
+    """From two :func:`read_task_schedstat` readings ``seconds`` apart: ``(wait, runnable)``,
+    the cores the tasks spent waiting in a run queue, and the share of time a task spent
+    running or waiting to run, each task weighted by that share (1 when every busy task is
+    CPU-bound, near 0 when they mostly sleep or wait for I/O). None when ``after`` is empty.
+
+    A task not in ``before`` counts from 0 if it can have been born in the interval (it ran
+    and waited less than ``seconds``), else it is left out (it joined the group meanwhile).
+    """
+    if not after or seconds <= 0:
+        return None
+    wait = 0.0
+    shares: list[float] = []
+    for tid, now in after.items():
+        then = before.get(tid)
+        if then is None:
+            if now["run_ns"] + now["delay_ns"] > seconds * 1e9:
+                continue
+            then = {"run_ns": 0.0, "delay_ns": 0.0}
+        delay = max(now["delay_ns"] - then["delay_ns"], 0.0)
+        run = max(now["run_ns"] - then["run_ns"], 0.0)
+        wait += delay / 1e9 / seconds
+        shares.append(min((run + delay) / 1e9 / seconds, 1.0))
+    total = sum(shares)
+    return wait, (sum(x * x for x in shares) / total if total > 0 else 0.0)
+
+
 # -- the collector's view of the machine -----------------------------------------------------
 
 
@@ -440,7 +507,8 @@ def read_os(proc: Path = Path("/proc")) -> tuple[dict[str, float], dict[str, flo
 
     Cumulative: ``cpu.<field>`` in CPU-seconds (all CPUs; user … steal), ``stat.ctxt``,
     ``stat.intr``, ``stat.processes`` (forks), ``vmstat.<name>`` (page-ins and -outs, swaps,
-    faults, OOM kills, refaults), ``disk.<dev>.read_bytes`` / ``write_bytes`` / ``reads`` /
+    faults, OOM kills, refaults), ``psi.<cpu|memory|io>.<some|full>`` (seconds stalled, where
+    the kernel has PSI), ``disk.<dev>.read_bytes`` / ``write_bytes`` / ``reads`` /
     ``writes`` / ``io_ms`` / ``weighted_ms`` (loop and ram devices left out). Gauges:
     ``cpu.count``, ``stat.procs_running`` / ``procs_blocked`` (run queue), ``mem.<name>`` in
     bytes.
@@ -463,6 +531,9 @@ def read_os(proc: Path = Path("/proc")) -> tuple[dict[str, float], dict[str, flo
     for name, value in read_vmstat(proc).items():
         if name in _VMSTAT:
             cumulative[f"vmstat.{name}"] = value
+    for resource, totals in read_pressure(proc).items():
+        for line, usec in totals.items():
+            cumulative[f"psi.{resource}.{line}"] = usec / 1e6
     for dev, disk in read_diskstats(proc).items():
         if dev.startswith(IGNORED_DEVICES):
             continue
@@ -481,12 +552,15 @@ def read_os(proc: Path = Path("/proc")) -> tuple[dict[str, float], dict[str, flo
 @dataclass(frozen=True)
 class Cgroup:
     """Where one cgroup lives in each hierarchy: v2 (``unified``) and, on hybrid hosts (v1
-    controllers, v2 mounted at ``<root>/unified``), the v1 memory and cpuacct controllers."""
+    controllers, v2 mounted at ``<root>/unified``), the v1 memory, cpuacct, cpu (quota and
+    throttling) and blkio controllers."""
 
     name: str
     unified: Path | None
     memory_v1: Path | None
     cpuacct_v1: Path | None
+    cpu_v1: Path | None = None
+    blkio_v1: Path | None = None
 
     @classmethod
     def find(cls, name: str, root: Path = Path("/sys/fs/cgroup")) -> Cgroup:
@@ -497,26 +571,54 @@ class Cgroup:
             raise SourceError(f"cgroup {name!r}: give a path under {root}, without '..'")
         pure_v2 = (root / "cgroup.controllers").exists()
         unified = root / name if pure_v2 else root / "unified" / name
-        memory = root / "memory" / name
-        cpuacct = root / "cpuacct" / name
+        v1 = {c: root / c / name for c in ("memory", "cpuacct", "cpu", "blkio")}
+        mounted = {c: None if pure_v2 or not d.is_dir() else d for c, d in v1.items()}
         found = cls(
             name,
             unified if unified.is_dir() else None,
-            None if pure_v2 or not memory.is_dir() else memory,
-            None if pure_v2 or not cpuacct.is_dir() else cpuacct,
+            mounted["memory"],
+            mounted["cpuacct"],
+            mounted["cpu"],
+            mounted["blkio"],
         )
         if found.unified is None and found.memory_v1 is None:
             raise SourceError(f"no cgroup {name!r} under {root}")
         return found
 
     def directories(self) -> list[Path]:
-        return [p for p in (self.unified, self.memory_v1, self.cpuacct_v1) if p is not None]
+        places = (self.unified, self.memory_v1, self.cpuacct_v1, self.cpu_v1, self.blkio_v1)
+        return [p for p in places if p is not None]
 
     def pids(self) -> list[int]:
         """The processes in the cgroup now (empty when it cannot be read)."""
         directory = self.unified or self.memory_v1
         text = None if directory is None else _optional_file(directory / "cgroup.procs")
         return [int(p) for p in (text or "").split() if p.isdigit()]
+
+    def threads(self) -> list[int]:
+        """The threads (task ids) in the cgroup now (empty when it cannot be read)."""
+        if self.unified is not None:
+            text = _optional_file(self.unified / "cgroup.threads")
+        else:
+            text = None if self.memory_v1 is None else _optional_file(self.memory_v1 / "tasks")
+        return [int(t) for t in (text or "").split() if t.isdigit()]
+
+
+def read_task_schedstat(
+    tids: Iterable[int], proc: Path = Path("/proc")
+) -> dict[int, dict[str, float]]:
+    """/proc/<tid>/schedstat of each task: ``run_ns`` (time on a CPU) and ``delay_ns`` (time
+    runnable but waiting in a run queue), cumulative nanoseconds. Tasks that are gone (or a
+    kernel without schedstat) are left out."""
+    root = os.fsencode(proc)
+    out: dict[int, dict[str, float]] = {}
+    for tid in tids:
+        try:
+            parts = _read(root + b"/" + str(int(tid)).encode() + b"/schedstat").split()
+            out[int(tid)] = {"run_ns": float(parts[0]), "delay_ns": float(parts[1])}
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,6 +632,15 @@ class CgroupCounters:
     ``mem_anon`` (bytes: v2 ``anon``, v1 ``rss``), ``mem_limit`` (bytes, ``inf`` when
     unlimited). ``cpu_stat`` is the whole v2 cpu.stat (throttling: ``nr_throttled``,
     ``throttled_usec``).
+
+    Pressure and contention (cumulative µs): ``cpu_some_usec``, ``memory_some_usec``,
+    ``memory_full_usec`` (cpu.pressure, memory.pressure), ``throttled_usec`` (time the CPU
+    quota held the cgroup back: v2 cpu.stat, v1 cpu.stat ``throttled_time``). Memory:
+    ``mem_current`` (bytes charged, page cache included: memory.current, v1
+    memory.usage_in_bytes), ``mem_file``, ``mem_dirty``, ``mem_writeback`` (page cache, and the
+    part of it dirty or under write-back, bytes), ``mem_majfault`` (cumulative major faults),
+    ``mem_limit_hits`` (cumulative times the limit was hit: memory.events ``max`` + ``high``,
+    v1 memory.failcnt). ``cpu_limit``: the CPU quota in cores (``inf`` when none).
     """
 
     user_usec: float | None = None
@@ -540,19 +651,35 @@ class CgroupCounters:
     mem_refault: float | None = None
     mem_limit: float | None = None
     cpu_stat: dict[str, float] = field(default_factory=dict)
+    cpu_some_usec: float | None = None
+    memory_some_usec: float | None = None
+    memory_full_usec: float | None = None
+    throttled_usec: float | None = None
+    cpu_limit: float | None = None
+    mem_current: float | None = None
+    mem_file: float | None = None
+    mem_dirty: float | None = None
+    mem_writeback: float | None = None
+    mem_majfault: float | None = None
+    mem_limit_hits: float | None = None
+
+
+def _pressure(text: str | None) -> dict[str, float]:
+    """The ``some`` and ``full`` lines' ``total=`` (µs) of a PSI file (``{}`` if none)."""
+    out: dict[str, float] = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if parts and parts[0] in ("some", "full"):
+            for part in parts[1:]:
+                if part.startswith("total="):
+                    with contextlib.suppress(ValueError):
+                        out[parts[0]] = float(part[6:])
+    return out
 
 
 def _pressure_some(text: str | None) -> float | None:
     """The ``some`` line's ``total=`` (µs) of a PSI file (io.pressure, cpu.pressure, …)."""
-    for line in (text or "").splitlines():
-        if line.startswith("some"):
-            for part in line.split():
-                if part.startswith("total="):
-                    try:
-                        return float(part[6:])
-                    except ValueError:
-                        return None
-    return None
+    return _pressure(text).get("some")
 
 
 def _io_stat(text: str | None, device: str | None) -> dict[str, float]:
@@ -617,7 +744,98 @@ def read_cgroup_counters(group: Cgroup, device_number: str | None = None) -> Cgr
         if "user" in acct:  # USER_HZ ticks
             user = acct["user"] / TICKS * 1e6
             system = acct.get("system", 0.0) / TICKS * 1e6
-    return CgroupCounters(user, system, some, io, anon, refault, limit, cpu)
+    if not io and group.blkio_v1 is not None:
+        io = _blkio_v1(group.blkio_v1, device_number)
+    return CgroupCounters(
+        user, system, some, io, anon, refault, limit, cpu, **_contention(group, cpu)
+    )
+
+
+def _contention(group: Cgroup, cpu_stat: Mapping[str, float]) -> dict[str, float | None]:
+    """Pressure, CPU quota and throttling, and memory use beyond ``anon`` of ``group``."""
+    out: dict[str, float | None] = {}
+    if group.unified is not None:
+        cpu = _pressure(_optional_file(group.unified / "cpu.pressure"))
+        memory = _pressure(_optional_file(group.unified / "memory.pressure"))
+        out |= {
+            "cpu_some_usec": cpu.get("some"),
+            "memory_some_usec": memory.get("some"),
+            "memory_full_usec": memory.get("full"),
+        }
+        if "throttled_usec" in cpu_stat:
+            out["throttled_usec"] = cpu_stat["throttled_usec"]
+        quota = (_optional_file(group.unified / "cpu.max") or "").split()
+        if len(quota) == 2:
+            out["cpu_limit"] = _quota(quota[0], quota[1], "max")
+    if group.cpu_v1 is not None:
+        stat = parse_keyed(_optional_file(group.cpu_v1 / "cpu.stat") or "")
+        if "throttled_time" in stat:  # nanoseconds
+            out["throttled_usec"] = stat["throttled_time"] / 1e3
+        quota_us = (_optional_file(group.cpu_v1 / "cpu.cfs_quota_us") or "").strip()
+        period_us = (_optional_file(group.cpu_v1 / "cpu.cfs_period_us") or "").strip()
+        if quota_us and period_us:
+            out["cpu_limit"] = _quota(quota_us, period_us, "-1")
+    if group.memory_v1 is not None:
+        mem = parse_keyed(_optional_file(group.memory_v1 / "memory.stat") or "")
+
+        def total(key: str) -> float | None:  # hierarchical (total_*) where written
+            return mem.get(f"total_{key}", mem.get(key))
+
+        out |= {
+            "mem_current": _value(_optional_file(group.memory_v1 / "memory.usage_in_bytes")),
+            "mem_file": total("cache"),
+            "mem_dirty": total("dirty"),
+            "mem_writeback": total("writeback"),
+            "mem_majfault": total("pgmajfault"),
+            "mem_limit_hits": _value(_optional_file(group.memory_v1 / "memory.failcnt")),
+        }
+    elif group.unified is not None:
+        mem = parse_keyed(_optional_file(group.unified / "memory.stat") or "")
+        events = parse_keyed(_optional_file(group.unified / "memory.events") or "")
+        out |= {
+            "mem_current": _value(_optional_file(group.unified / "memory.current")),
+            "mem_file": mem.get("file"),
+            "mem_dirty": mem.get("file_dirty"),
+            "mem_writeback": mem.get("file_writeback"),
+            "mem_majfault": mem.get("pgmajfault"),
+            "mem_limit_hits": (events["max"] + events.get("high", 0.0))
+            if "max" in events
+            else None,
+        }
+    return out
+
+
+def _quota(quota: str, period: str, unlimited: str) -> float | None:
+    """A CPU quota in cores (``inf`` when ``quota`` is ``unlimited``)."""
+    if quota == unlimited:
+        return float("inf")
+    try:
+        cores = float(quota) / float(period)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return cores if cores > 0 else None
+
+
+def _blkio_v1(directory: Path, device: str | None) -> dict[str, float]:
+    """The v1 blkio controller's reads of ``device`` (``MAJ:MIN``), as io.stat's
+    ``read_bytes`` and ``reads`` (absent until it shows a line for the device: kernels that do
+    not account there never do). Its writes are left out: in v1 the write-back of buffered
+    writes is the flusher's, not the cgroup's, so /proc/<pid>/io says more about what the
+    cgroup writes."""
+    if device is None:
+        return {}
+    out: dict[str, float] = {}
+    for name, key in (
+        ("blkio.throttle.io_service_bytes_recursive", "read_bytes"),
+        ("blkio.throttle.io_serviced_recursive", "reads"),
+    ):
+        text = _optional_file(directory / name)
+        for line in (text or "").splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == device and parts[1] == "Read":
+                with contextlib.suppress(ValueError):
+                    out[key] = float(parts[2])
+    return out
 
 
 def _cgroup2_root(proc: Path) -> Path | None:

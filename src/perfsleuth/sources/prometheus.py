@@ -1,8 +1,12 @@
 """Prometheus HTTP API source: counter, process and workload frames from standard exporters.
 
 :class:`Prometheus` calls ``/api/v1/query_range`` in chunks of at most 11,000 points per series
-(Prometheus' limit), with a timeout per request and retries with exponential backoff on
-connection errors and 5xx answers. The frame builders use what the standard exporters publish:
+(Prometheus' limit), with a timeout per request and a bounded number of retries with
+exponential backoff (capped) on connection errors and 5xx answers. An answer is read in pieces
+up to a size limit and checked before it is used: an endless, binary or malformed answer is one
+:class:`~perfsleuth.errors.SourceError`, never a memory blow-up or a traceback. Credentials in
+the URL (``http://user:password@host``) are sent as HTTP basic auth and never shown. The frame
+builders use what the standard exporters publish:
 
 * :func:`counter_frame` — node-exporter counters as rates (CPU by mode in cores, disk and
   network bytes per second, memory gauges), ``entity`` = the ``instance`` label.
@@ -26,14 +30,19 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
 
 from perfsleuth.errors import ConfigError, SourceError
+from perfsleuth.urls import basic_auth, redact
 
 __all__ = [
+    "MAX_BACKOFF",
+    "MAX_BYTES",
     "MAX_POINTS",
+    "MAX_RETRIES",
     "NODE_COUNTERS",
     "Prometheus",
     "Series",
@@ -47,6 +56,20 @@ logger = logging.getLogger(__name__)
 
 MAX_POINTS = 11_000
 """Prometheus refuses a range query that would return more points than this per series."""
+
+MAX_RETRIES: Final = 10
+"""Most retries of one request (each after a wait twice the last, up to :data:`MAX_BACKOFF`)."""
+
+MAX_BACKOFF: Final = 30.0
+"""Longest wait between two attempts, in seconds."""
+
+MAX_TIMEOUT: Final = 600.0
+"""Longest time allowed for one request, in seconds."""
+
+MAX_BYTES: Final = 64 * 2**20
+"""Default limit on one answer's size (11,000 points of a few hundred series fit well)."""
+
+_PIECE: Final = 1 << 16
 
 NODE_COUNTERS: dict[str, str] = {
     "cpu.{mode}": "sum by (instance, mode) (rate(node_cpu_seconds_total[{w}]))",
@@ -76,16 +99,22 @@ class Prometheus:
     Parameters
     ----------
     url
-        Base URL, e.g. ``http://127.0.0.1:9090``.
+        Base URL, e.g. ``http://127.0.0.1:9090``; ``user:password@`` in it is sent as HTTP
+        basic auth (and shown as ``***``).
     timeout
-        Seconds allowed per HTTP request.
+        Seconds allowed per HTTP request, the answer's whole body included (at most
+        :data:`MAX_TIMEOUT`).
     retries
-        Further attempts after a connection error, a timeout or a 5xx answer (a 4xx answer
-        means the query is wrong and is not retried).
+        Further attempts after a connection error, a timeout, a malformed answer or a 5xx
+        answer (a 4xx answer means the query is wrong and is not retried); at most
+        :data:`MAX_RETRIES`.
     backoff
-        Seconds before the first retry; doubled before each next one.
+        Seconds before the first retry; doubled before each next one, up to
+        :data:`MAX_BACKOFF`.
     max_points
         Points per series and request; longer ranges are split into chunks of this many steps.
+    max_bytes
+        Largest answer read; a larger one is refused (not retried: it would be as large again).
     """
 
     def __init__(
@@ -96,50 +125,89 @@ class Prometheus:
         retries: int = 3,
         backoff: float = 0.5,
         max_points: int = MAX_POINTS,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
-        if not timeout > 0:
-            raise ConfigError(f"timeout must be positive, got {timeout}")
-        if retries < 0:
-            raise ConfigError(f"retries must not be negative, got {retries}")
-        if not backoff >= 0:
-            raise ConfigError(f"backoff must not be negative, got {backoff}")
+        if not 0 < timeout <= MAX_TIMEOUT:
+            raise ConfigError(f"timeout must be in (0, {MAX_TIMEOUT:g}] seconds, got {timeout}")
+        if not 0 <= retries <= MAX_RETRIES:
+            raise ConfigError(f"retries must be in 0..{MAX_RETRIES}, got {retries}")
+        if not 0 <= backoff <= MAX_BACKOFF:
+            raise ConfigError(f"backoff must be in 0..{MAX_BACKOFF:g} seconds, got {backoff}")
         if not 2 <= max_points <= MAX_POINTS:
             raise ConfigError(f"max_points must be in 2..{MAX_POINTS}, got {max_points}")
-        self.url = url.rstrip("/")
+        if max_bytes < 1024:
+            raise ConfigError(f"max_bytes must be at least 1024, got {max_bytes}")
+        bare, self._auth = basic_auth(url)
+        self._base = bare.rstrip("/")
+        self.url = redact(self._base)  # as messages show it: no credentials
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.max_points = max_points
+        self.max_bytes = max_bytes
 
     def _get(self, path: str, params: dict[str, str]) -> object:
-        address = f"{self.url}{path}?{urllib.parse.urlencode(params)}"
+        request = urllib.request.Request(
+            f"{self._base}{path}?{urllib.parse.urlencode(params)}",
+            headers={"Accept": "application/json", "User-Agent": "perfsleuth"}
+            | ({"Authorization": self._auth} if self._auth else {}),
+        )
+        query = f" {params['query']!r}" if "query" in params else ""
+        what = f"{self.url}: {path}{query}"
         last = ""
         for attempt in range(self.retries + 1):
             if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+                time.sleep(min(self.backoff * 2 ** (attempt - 1), MAX_BACKOFF))
             try:
-                with urllib.request.urlopen(address, timeout=self.timeout) as answer:
-                    body = json.loads(answer.read())
+                with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+                    raw = self._body(answer, what)
+                body = json.loads(raw.decode("utf-8"))
+            except SourceError:  # too large: it would be as large again
+                raise
             except urllib.error.HTTPError as exc:
                 with exc:
-                    text = exc.read().decode("utf-8", "replace")[:300]
+                    text = exc.read(300).decode("utf-8", "replace")
                 if exc.code < 500:  # the query is wrong: retrying will not help
                     raise SourceError(
-                        f"{self.url}: {path} refused {params.get('query')!r}: {exc.code} {text}"
+                        f"{self.url}: {path} refused{query}: {exc.code} {_shown(text)}"
                     ) from exc
-                last = f"HTTP {exc.code} {text}"
+                last = f"HTTP {exc.code} {_shown(text)}"
             except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts, resets
                 last = str(getattr(exc, "reason", exc))
+            except UnicodeDecodeError as exc:
+                last = f"answer is not UTF-8 text (byte {exc.start} is {raw[exc.start]:#04x})"
             except json.JSONDecodeError as exc:
                 last = f"answer is not JSON ({exc})"
             else:
                 if not isinstance(body, dict) or body.get("status") != "success":
-                    raise SourceError(f"{self.url}: {path} failed: {body}")
+                    error = body.get("error", body) if isinstance(body, dict) else body
+                    raise SourceError(f"{what}: failed: {_shown(str(error))}")
                 return body.get("data")
-            logger.info("%s: attempt %d failed: %s", self.url, attempt + 1, last)
-        what = f" {params['query']!r}" if "query" in params else ""
-        raise SourceError(
-            f"{self.url}: {path}{what} failed after {self.retries + 1} attempt(s): {last}"
+            logger.info("%s: attempt %d failed: %s", what, attempt + 1, last)
+        raise SourceError(f"{what} failed after {self.retries + 1} attempt(s): {last}")
+
+    def _body(self, answer: Any, what: str) -> bytes:
+        """The answer's body, read in pieces: at most ``max_bytes``, within ``timeout``."""
+        declared = answer.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            raise SourceError(self._too_big(what, int(declared)))
+        deadline = time.monotonic() + self.timeout
+        pieces: list[bytes] = []
+        size = 0
+        while piece := answer.read1(_PIECE):  # what has come, not a full piece: a drip times out
+            size += len(piece)
+            if size > self.max_bytes:
+                raise SourceError(self._too_big(what, size))
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"answer not complete after {self.timeout:g} s ({size:,} bytes)")
+            pieces.append(piece)
+        return b"".join(pieces)
+
+    def _too_big(self, what: str, size: int) -> str:
+        return (
+            f"{what}: the answer is larger than {self.max_bytes / 2**20:g} MiB "
+            f"({size:,} bytes read); ask for less (a shorter range, a longer step, a narrower "
+            "query)"
         )
 
     def query_range(
@@ -165,20 +233,60 @@ class Prometheus:
                 {"query": query, "start": f"{chunk_start:.3f}", "end": f"{chunk_end:.3f}",
                  "step": f"{seconds:g}"},
             )  # fmt: skip
-            results = data.get("result", []) if isinstance(data, dict) else []
-            for item in results:
-                key = tuple(sorted(item.get("metric", {}).items()))
-                times, values = merged.setdefault(key, ([], []))
-                for stamp, value in item.get("values", []):
-                    if times and float(stamp) <= times[-1]:
+            for labels, points in _matrix(data, f"{self.url}: {query!r}"):
+                times, values = merged.setdefault(tuple(sorted(labels.items())), ([], []))
+                for stamp, value in points:
+                    if times and stamp <= times[-1]:
                         continue  # chunk edges share a point
-                    times.append(float(stamp))
-                    values.append(float(value))
+                    times.append(stamp)
+                    values.append(value)
             chunk_start = chunk_end + seconds
         return [
             Series(dict(key), np.asarray(times), np.asarray(values))
             for key, (times, values) in merged.items()
         ]
+
+
+def _shown(text: str) -> str:
+    """A server's text fit for one line of a message."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= 300 else flat[:300] + "…"
+
+
+def _matrix(data: object, what: str) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+    """The series of a range query's ``data``, checked: labels are text, each point a time
+    and a number (Prometheus writes values as strings: "1.5", "NaN", "+Inf")."""
+
+    def bad(message: str) -> SourceError:
+        return SourceError(f"{what}: malformed answer: {message}")
+
+    if not isinstance(data, dict) or not isinstance(data.get("result", []), list):
+        raise bad("no list of series under data.result")
+    out = []
+    for n, item in enumerate(data.get("result", [])):
+        labels = item.get("metric", {}) if isinstance(item, dict) else None
+        raw = item.get("values", []) if isinstance(item, dict) else None
+        if not isinstance(labels, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+        ):
+            raise bad(f"series {n}: labels are not text")
+        if not isinstance(raw, list):
+            raise bad(f"series {n} {_shown(str(labels))}: values are not a list")
+        points = []
+        for i, point in enumerate(raw):
+            try:
+                stamp, value = point
+                parsed = float(stamp), float(value)
+            except (TypeError, ValueError):
+                shown = _shown(repr(point))
+                raise bad(
+                    f"series {n} {_shown(str(labels))}: point {i} is not [time, number]: {shown}"
+                ) from None
+            if not math.isfinite(parsed[0]):
+                raise bad(f"series {n}: point {i} has no finite time: {_shown(repr(point))}")
+            points.append(parsed)
+        out.append((labels, points))
+    return out
 
 
 def _stamps(times: np.ndarray) -> pd.DatetimeIndex:

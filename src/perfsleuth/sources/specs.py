@@ -5,17 +5,32 @@ Each kind of source is a small validated model (unknown keys are errors that nam
 :func:`perfsleuth.sources.load.read_source` turns one into a frame. The command line builds the
 same models from its flags, so a file read by ``perfsleuth workload access.log --source weblog``
 and by ``[[sources]] kind = "weblog"`` goes through the same code.
+
+How messy input is accepted is said one way everywhere: the keys ``missing``, ``disorder``,
+``duplicates``, ``time_unit``, ``tz``, ``since`` and ``until`` of a source are the command
+line's ``--missing``, ``--disorder``, ``--duplicates``, ``--time-unit``, ``--tz``, ``--since``
+and ``--until`` and the keyword arguments of :func:`perfsleuth.frames.normalise`, with the same
+meaning. A source takes those that apply to it (a web log's times carry their own zone).
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    model_validator,
+)
 
 from perfsleuth.durations import Duration
+from perfsleuth.frames import TimeUnit, time_zone
 
 __all__ = [
     "KINDS",
@@ -40,8 +55,69 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class FileSource(_Strict):
-    """A CSV or Parquet file holding one of the frame contracts."""
+def _known_zone(name: str) -> str:
+    time_zone(name)  # ValueError naming the zone when it is not one
+    return name
+
+
+ZoneName = Annotated[str, AfterValidator(_known_zone)]
+"""An IANA time zone name (``"UTC"``, ``"Europe/Paris"``)."""
+
+
+class _Repairs(_Strict):
+    """What a frame source repairs instead of refusing (the default refuses, naming the line)."""
+
+    missing: Literal["error", "drop"] = Field(
+        default="error", description="drop: leave out rows with a missing value or time"
+    )
+    disorder: Literal["error", "sort"] = Field(
+        default="error", description="sort: accept times that go backwards within a series"
+    )
+    duplicates: Literal["error", "first"] = Field(
+        default="error",
+        description="first: of rows with the same series and time but different values, "
+        "keep the first",
+    )
+
+
+class _Times(_Strict):
+    """How times written as numbers, or without a zone, are read."""
+
+    time_unit: TimeUnit = Field(
+        default="auto",
+        description="unit of numeric (Unix) times: s, ms, us, ns, or auto (from their size)",
+    )
+    tz: ZoneName = Field(default="UTC", description="time zone of times written without one")
+
+
+class _Span(_Strict):
+    """Only the rows in [since, until)."""
+
+    since: datetime | None = Field(
+        default=None, description="only rows at or after this time (ISO 8601)"
+    )
+    until: datetime | None = Field(default=None, description="only rows before this time")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Span:
+        if self.since is not None and self.until is not None:
+            zone = time_zone(getattr(self, "tz", "UTC"))
+            since, until = (
+                t if t.tzinfo else t.replace(tzinfo=zone) for t in (self.since, self.until)
+            )
+            if since.astimezone(UTC) >= until.astimezone(UTC):
+                raise ValueError("until: must be later than since")
+        return self
+
+
+class FileSource(_Repairs, _Times, _Span):
+    """A CSV or Parquet file holding one of the frame contracts (``-``: standard input).
+
+    A metric file may be wide: a time column and one column per series (``values``); one
+    with a time column and a single numeric column is read as wide without saying so. A
+    counter file is wide when ``values`` names its counter columns (``columns`` renames the
+    file's columns first, e.g. ``{usr = "cpu.user"}``: a wide CSV mapped onto a model).
+    """
 
     kind: Literal["file"] = Field(
         default="file",
@@ -51,18 +127,19 @@ class FileSource(_Strict):
     path: Path
     contract: ContractName = "metric"
     columns: dict[str, str] = Field(default_factory=dict, description="source → contract names")
-    missing: Literal["error", "drop"] = "error"
-    disorder: Literal["error", "sort"] = "error"
-    duplicates: Literal["error", "first"] = "error"
     nodes: Path | None = Field(
         default=None, description="process: CSV/Parquet node table (node, ncpu, os) to attach"
     )
     values: list[str] = Field(
         default_factory=list,
-        description="metric: a wide file's value columns, one series each (else the file "
-        "holds the metric contract's columns)",
+        description="metric: a wide file's value columns, one series each (default: the "
+        "metric contract's columns, else the file's one numeric column)",
     )
-    time_column: str = Field(default="time", description="metric, wide file: its time column")
+    time_column: str | None = Field(
+        default=None,
+        description="metric, wide file: its time column (default: time, else the one column "
+        "named timestamp, ts, datetime or date)",
+    )
     entity: str | None = Field(
         default=None, description="metric, wide file: entity of its series (default: file name)"
     )
@@ -70,8 +147,8 @@ class FileSource(_Strict):
 
     @model_validator(mode="after")
     def _wide_is_metric(self) -> FileSource:
-        if self.values and self.contract != "metric":
-            raise ValueError("values: only metric files can be wide")
+        if self.values and self.contract not in ("metric", "counter"):
+            raise ValueError("values: only metric and counter files can be wide")
         return self
 
 
@@ -142,12 +219,34 @@ class _TransactionLog(_Strict):
     window: Duration = Field(default=timedelta(minutes=5), description="window width")
     strict: bool = Field(default=False, description="stop at the first bad line")
     cpu: Path | None = Field(
-        default=None, description="CSV/Parquet of time, cpu_util[, cpu_cores] for the windows"
+        default=None,
+        description="CPU for the windows: CSV/Parquet of time, cpu_util[, cpu_cores, window_s]; "
+        "with cpu_of, a process table or a perfsleuth store (the collector's)",
     )
     cpu_unit: Literal["fraction", "%"] = Field(default="fraction", description="of cpu_util")
+    cpu_of: list[str] = Field(
+        default_factory=list,
+        description="the service's own processes by name (e.g. postgres): their CPU, from cpu "
+        "or cpu_url, is what the segments model explains",
+    )
+    cpu_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="Prometheus with process-exporter: the CPU of the groups named in cpu_of",
+    )
+
+    @model_validator(mode="after")
+    def _one_cpu(self) -> _TransactionLog:
+        if self.cpu_url is not None and not self.cpu_of:
+            raise ValueError("cpu_url: say whose CPU with cpu_of")
+        if self.cpu_url is not None and self.cpu is not None:
+            raise ValueError("cpu_url: give cpu or cpu_url, not both")
+        if self.cpu_of and self.cpu is None and self.cpu_url is None:
+            raise ValueError("cpu_of: from where? give cpu (a store or process table) or cpu_url")
+        return self
 
 
-class WeblogSource(_TransactionLog):
+class WeblogSource(_TransactionLog, _Span):
     """Access logs (Common/Combined format with the response time last)."""
 
     kind: Literal["weblog"]
@@ -156,7 +255,7 @@ class WeblogSource(_TransactionLog):
     unit: Literal["auto", "s", "ms", "us"] = Field(default="auto", description="latency unit")
 
 
-class PgbenchSource(_TransactionLog):
+class PgbenchSource(_TransactionLog, _Span):
     """pgbench per-transaction logs (``-l``): files, or a folder of them."""
 
     kind: Literal["pgbench"]
@@ -166,7 +265,7 @@ class PgbenchSource(_TransactionLog):
     )
 
 
-class TransactionsSource(_TransactionLog):
+class TransactionsSource(_TransactionLog, _Times, _Span):
     """A CSV/Parquet table with one row per transaction (time, type, latency)."""
 
     kind: Literal["transactions"]
@@ -175,7 +274,7 @@ class TransactionsSource(_TransactionLog):
     unit: str = Field(default="s", description="latency unit: s, ms, us, ns")
 
 
-class AggregatedSource(_TransactionLog):
+class AggregatedSource(_TransactionLog, _Times, _Span):
     """A CSV/Parquet table per window and type (time, type, count, rt_sum or rt_mean)."""
 
     kind: Literal["aggregated"]
@@ -187,7 +286,7 @@ class AggregatedSource(_TransactionLog):
     )
 
 
-class SarSource(_Strict):
+class SarSource(_Repairs, _Span):
     """sar's data: ``sadf -j`` JSON, or a binary sa file (read with the machine's sadf)."""
 
     kind: Literal["sar"]
@@ -195,17 +294,17 @@ class SarSource(_Strict):
     contract: Literal["counter"] = "counter"
 
 
-class PidstatSource(_Strict):
+class PidstatSource(_Repairs, _Span):
     """``pidstat -h`` output (per-process CPU and memory)."""
 
     kind: Literal["pidstat"]
     path: Path
     contract: Literal["process"] = "process"
     node: str | None = Field(default=None, description="node name (default: the banner's host)")
-    tz: str = Field(default="UTC", description="time zone of clock times")
+    tz: ZoneName = Field(default="UTC", description="time zone of clock times")
 
 
-class PerfmonSource(_Strict):
+class PerfmonSource(_Repairs, _Span):
     """A Windows perfmon log as CSV (``relog -f csv``): its counters or its processes."""
 
     kind: Literal["perfmon"]

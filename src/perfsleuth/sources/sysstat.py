@@ -5,15 +5,17 @@
   Every numeric field of every activity becomes a counter named ``<activity>.<field>``
   (``cpu-load.user``, ``memory.memfree``, ``network.net-dev.rxkB``); ``entity`` is the host
   name, or ``<host>:<item>`` for per-item activities (``vm:cpu=all``, ``vm:disk-device=vda``,
-  ``vm:iface=eth0``). Values are converted to base units (percentages to fractions, kB to
-  bytes) and ``unit`` says which. Times are the ends of sar's intervals, in UTC.
+  ``vm:iface=eth0``, ``vm:line=1`` for a serial line, ``vm:number=5,device=coretemp-isa-0000``
+  for a sensor: every field that names the item, so items sharing a device stay apart).
+  Values are converted to base units (percentages to fractions, kB to bytes) and ``unit``
+  says which. Times are the ends of sar's intervals, in UTC.
 * :func:`read_pidstat` — a process frame from ``pidstat -h`` (one line per task and interval;
   ``-H`` for Unix times, ``-U`` for user names, ``-u -r -d`` for CPU, memory and I/O):
   ``cpu`` = ``%CPU`` / 100 (cores; do not use ``-I``), ``rss_bytes`` = ``RSS`` kB × 1024,
   ``io_bytes`` = (``kB_rd/s`` + ``kB_wr/s``) × 1024 × the interval.
 
 Malformed input raises :class:`~perfsleuth.errors.DataError` naming the file, the line (or the
-JSON path) and the field.
+JSON path) and the field. A path of ``-`` reads standard input.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
@@ -32,11 +35,20 @@ import pandas as pd
 
 from perfsleuth.errors import DataError, SourceError, located
 from perfsleuth.frames import normalise
+from perfsleuth.sources.files import input_name, is_stdin, read_bytes
 
 __all__ = ["SADF_ACTIVITIES", "read_pidstat", "read_sar"]
 
 SADF_ACTIVITIES = ("-A",)
 """``sadf -j <file> -- <activities>`` used on binary ``sa`` files: all of them."""
+
+# Fields of a per-item activity's items that name the item rather than measure it (sadf -j):
+# CPUs, disks, file systems, Fibre Channel hosts, interfaces, interrupts, serial lines, sensor
+# and battery numbers and their chips, USB devices.
+_ITEM_KEYS = frozenset(
+    ("cpu", "disk-device", "filesystem", "fchost", "iface", "intr", "line", "number", "device",
+     "bus_number", "idvendor", "idprod")
+)  # fmt: skip
 
 _PIDSTAT_BANNER = re.compile(
     r"^\S+\s+\S+\s+\((?P<host>[^)]*)\)\s+(?P<date>\S+)\s+\S+\s+\((?P<ncpu>\d+)\s+CPU\)"
@@ -51,32 +63,51 @@ def _unit(activity: str, field: str) -> str:
     return ""
 
 
-def _sadf(path: Path) -> str:
+def _sadf(path: Path, raw: bytes) -> str:
     binary = shutil.which("sadf")
+    name = input_name(path)
     if binary is None:
-        raise SourceError(f"{path}: a binary sa file needs sadf (Debian package sysstat)")
-    done = subprocess.run(
-        [binary, "-j", str(path), "--", *SADF_ACTIVITIES],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        raise SourceError(f"{name}: a binary sa file needs sadf (Debian package sysstat)")
+    with tempfile.TemporaryDirectory(prefix="perfsleuth-sa-") as scratch:
+        if is_stdin(path):  # sadf reads files only
+            path = Path(scratch) / "sa"
+            path.write_bytes(raw)
+        # absolute: a name like "-1" is sadf's "yesterday's file", "-x" an option
+        done = subprocess.run(
+            [binary, "-j", str(path.absolute()), "--", *SADF_ACTIVITIES],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
     if done.returncode != 0:
-        raise SourceError(f"{path}: sadf -j failed: {done.stderr.strip()[:300]}")
+        raise SourceError(f"{name}: sadf -j failed: {done.stderr.strip()[:300]}")
     return done.stdout
 
 
-def read_sar(path: str | Path) -> pd.DataFrame:
-    """Read ``sadf -j`` JSON (or a binary ``sa`` file) into a normalised counter frame."""
+def read_sar(
+    path: str | Path,
+    *,
+    missing: Literal["error", "drop"] = "error",
+    disorder: Literal["error", "sort"] = "error",
+    duplicates: Literal["error", "first"] = "error",
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> pd.DataFrame:
+    """Read ``sadf -j`` JSON (or a binary ``sa`` file) into a normalised counter frame.
+
+    ``missing``, ``disorder``, ``duplicates``, ``since`` and ``until`` are
+    :func:`perfsleuth.frames.normalise`'s.
+    """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    text = raw.decode("utf-8", "replace") if raw.lstrip()[:1] == b"{" else _sadf(path)
+    source = input_name(path)
+    raw = read_bytes(path)
+    text = raw.decode("utf-8", "replace") if raw.lstrip()[:1] == b"{" else _sadf(path, raw)
+    path = Path(source)  # as the messages below name it (<stdin> for -)
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
-        message = located(f"not valid JSON: {exc.msg}", source=str(path), line=exc.lineno)
+        message = located(f"not valid JSON: {exc.msg}", source=source, line=exc.lineno)
         raise DataError(message) from None
+    except RecursionError:
+        raise DataError(f"{source}: not valid JSON: nested too deeply") from None
     rows: list[tuple[datetime, str, str, float, str]] = []
     hosts = _get(document, ("sysstat", "hosts"), list, path)
     for h, host in enumerate(hosts):
@@ -85,16 +116,29 @@ def read_sar(path: str | Path) -> pd.DataFrame:
         zone = _zone(host, path, where)
         for s, record in enumerate(_get(host, ("statistics",), list, path, where)):
             here = f"{where}.statistics[{s}]"
-            if not isinstance(record, dict) or "timestamp" not in record:
-                continue  # sadf writes restart markers and comments as records without data
+            if not isinstance(record, dict):
+                raise DataError(f"{path}: {here}: expected an object")
+            if "timestamp" not in record:
+                if record:  # its counters cannot be placed in time: say so, do not drop them
+                    raise DataError(f"{path}: {here}: a record without a timestamp")
+                continue
             stamp = _stamp(record["timestamp"], zone, path, f"{here}.timestamp")
             for activity, value in record.items():
                 if activity != "timestamp":
                     _flatten(rows, stamp, name, activity, value, path, f"{here}.{activity}")
     if not rows:
-        raise DataError(f"{path}: no statistics records in this sar file")
+        raise DataError(f"{source}: no statistics records in this sar file")
     frame = pd.DataFrame(rows, columns=["time", "entity", "counter", "value", "unit"])
-    return normalise(frame, "counter", source=str(path))
+    return normalise(
+        frame,
+        "counter",
+        source=source,
+        missing=missing,
+        disorder=disorder,
+        duplicates=duplicates,
+        since=since,
+        until=until,
+    )
 
 
 def _get(node: Any, keys: tuple[str, ...], kind: type, path: Path, where: str = "") -> Any:
@@ -128,7 +172,10 @@ def _stamp(stamp: Any, zone: ZoneInfo | None, path: Path, where: str) -> datetim
         return moment.replace(tzinfo=UTC)
     if zone is None:
         raise DataError(f"{path}: {where}: local times in an unknown time zone; run sadf -t")
-    return moment.replace(tzinfo=zone).astimezone(UTC)
+    try:
+        return moment.replace(tzinfo=zone).astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise DataError(f"{path}: {where}: time {stamp!r} is out of range") from None
 
 
 def _flatten(
@@ -150,11 +197,20 @@ def _flatten(
         for i, item in enumerate(value):
             if not isinstance(item, dict):
                 raise DataError(f"{path}: {where}[{i}]: expected an object")
-            # the item's name: its first text field (cpu, disk-device, iface, ...)
-            label = next(((k, v) for k, v in item.items() if isinstance(v, str)), None)
-            name = entity if label is None else f"{entity}:{label[0]}={label[1]}"
-            fields = {k: v for k, v in item.items() if label is None or k != label[0]}
+            ids = _item_name(item, i)
+            name = f"{entity}:{','.join(f'{k}={v}' for k, v in ids)}"
+            fields = {k: v for k, v in item.items() if k not in dict(ids)}
             _flatten(rows, stamp, name, activity, fields, path, f"{where}[{i}]")
+
+
+def _item_name(item: dict[str, Any], index: int) -> list[tuple[str, Any]]:
+    """The fields naming an item of a list (every one: sensors on one chip share ``device``),
+    else its first text field, else its place in the list."""
+    ids = [(k, v) for k, v in item.items() if k in _ITEM_KEYS and not isinstance(v, dict | list)]
+    if ids:
+        return ids
+    text = next(((k, v) for k, v in item.items() if isinstance(v, str)), None)
+    return [text] if text is not None else [("item", index)]
 
 
 def _number(
@@ -174,22 +230,31 @@ def _number(
     rows.append((stamp, entity, f"{activity}.{field}", float(item), _unit(activity, field)))
 
 
-_PIDSTAT_COLUMNS = {"PID", "%CPU", "RSS", "Command"}
+_PIDSTAT_COLUMNS = {"Time", "PID", "%CPU", "RSS", "Command"}
+_FIRST_EPOCH, _END_EPOCH = -2_208_988_800, 4_102_444_800  # 1900-01-01, 2100-01-01 (the frames')
 
 
-def read_pidstat(path: str | Path, *, node: str | None = None, tz: str = "UTC") -> pd.DataFrame:
+def read_pidstat(
+    path: str | Path,
+    *,
+    node: str | None = None,
+    tz: str = "UTC",
+    missing: Literal["error", "drop"] = "error",
+    disorder: Literal["error", "sort"] = "error",
+    duplicates: Literal["error", "first"] = "error",
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> pd.DataFrame:
     """Read ``pidstat -h`` output into a normalised process frame.
 
     ``node`` defaults to the host name in pidstat's banner line. Clock times (without ``-H``)
     are taken in time zone ``tz`` on the banner's date (a time earlier than the one before is
-    the next day); Unix times (``-H``) need no zone.
+    the next day); Unix times (``-H``) need no zone. ``missing``, ``disorder``, ``duplicates``,
+    ``since`` and ``until`` are :func:`perfsleuth.frames.normalise`'s.
     """
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    source = str(path)
+    lines = read_bytes(path).decode("utf-8", errors="replace").splitlines()
+    source = input_name(path)
     try:
         zone = ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError) as exc:
@@ -255,7 +320,7 @@ def read_pidstat(path: str | Path, *, node: str | None = None, tz: str = "UTC") 
         {
             "time": raw["time"],
             "node": node if node is not None else host or path.stem,
-            "pid": raw["PID"].astype(np.int64),
+            "pid": raw["PID"],  # the contract checks that each is an integer
             "name": raw["name"],
             "user": raw["user"],
             "cpu": raw["%CPU"] / 100.0,
@@ -268,7 +333,17 @@ def read_pidstat(path: str | Path, *, node: str | None = None, tz: str = "UTC") 
     if ncpu is not None:
         frame["ncpu"] = float(ncpu)
     lines_of = raw["_line"].to_numpy()
-    return normalise(frame, "process", source=source, locate=lambda pos: int(lines_of[pos]))
+    return normalise(
+        frame,
+        "process",
+        source=source,
+        locate=lambda pos: int(lines_of[pos]),
+        missing=missing,
+        disorder=disorder,
+        duplicates=duplicates,
+        since=since,
+        until=until,
+    )
 
 
 def _banner_date(text: str, source: str, line: int) -> date:
@@ -283,8 +358,14 @@ def _banner_date(text: str, source: str, line: int) -> date:
 def _pidstat_time(
     text: str, day: date | None, zone: ZoneInfo, previous: datetime | None, source: str, line: int
 ) -> datetime:
-    if text.isdigit():
-        return datetime.fromtimestamp(int(text), UTC)
+    if text.isascii() and text.isdigit():
+        seconds = int(text)
+        if not _FIRST_EPOCH <= seconds < _END_EPOCH:
+            raise DataError(
+                located(f"not a Unix time in seconds: {text} (outside the years 1900 to 2099)",
+                        source=source, line=line, field="Time")
+            )  # fmt: skip
+        return datetime.fromtimestamp(seconds, UTC)
     if day is None:
         raise DataError(
             located("clock time without the banner's date", source=source, line=line, field="Time")

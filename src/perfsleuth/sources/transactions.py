@@ -15,13 +15,17 @@ raises :class:`~perfsleuth.errors.DataError` naming ``file:line`` on the first b
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import logging
+import sys
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import timedelta
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -29,8 +33,8 @@ import pandas as pd
 
 from perfsleuth.durations import parse_duration
 from perfsleuth.errors import ConfigError, DataError, SourceError, located
-from perfsleuth.frames import normalise
-from perfsleuth.sources.files import read_table
+from perfsleuth.frames import TimeUnit, as_utc, normalise, parse_times
+from perfsleuth.sources.files import input_name, is_stdin, read_table
 from perfsleuth.units import to_base
 
 __all__ = [
@@ -59,7 +63,9 @@ WindowLike = timedelta | str | float | int
 _MAX_CELLS = 20_000_000  # windows x types: beyond this the dense frame would not fit in memory
 _SNIPPET = 200  # characters of a rejected line kept as an example
 _CHUNK_BYTES = 64 << 20  # a chunk also ends at this size, whatever its line count
-_US_MIN, _US_MAX = -2_208_988_800_000_000, 7_258_118_400_000_000  # 1900-01-01, 2200-01-01 (µs)
+_GZIP = b"\x1f\x8b"
+# 1900-01-01 and 2100-01-01 in µs: the frames' range (two times less than 292 years apart)
+_US_MIN, _US_MAX = -2_208_988_800_000_000, 4_102_444_800_000_000
 
 
 # -- rejected lines ----------------------------------------------------------------------------
@@ -211,18 +217,17 @@ def read_line_chunks(
     rotated while being written — is one rejected "line" after the last complete one.
     """
     path = Path(path)
+    name = input_name(path)
     try:
-        with path.open("rb") as probe:
-            magic = probe.read(2)
+        opened = _open_lines(path)
     except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    opener = gzip.open if magic == b"\x1f\x8b" else open
+        raise SourceError(f"{name}: cannot read: {exc.strerror or exc}") from exc
     number = 1
     chunk: list[bytes] = []
     size = 0
     broken: Exception | None = None
     try:
-        with opener(path, "rb") as handle:
+        with opened as handle:
             for raw in handle:
                 chunk.append(raw)
                 size += len(raw)
@@ -233,12 +238,31 @@ def read_line_chunks(
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         broken = exc  # report it after the lines before it, so strict mode names the first
     except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        raise SourceError(f"{name}: cannot read: {exc.strerror or exc}") from exc
     if chunk:
         yield number, _decode(chunk)
     if broken is not None:
         reason = f"gzip data ends early or is corrupt ({broken})"
-        rejects.add(BadLine(str(path), number + len(chunk), reason))
+        rejects.add(BadLine(name, number + len(chunk), reason))
+
+
+def _open_lines(path: Path) -> contextlib.AbstractContextManager[Iterable[bytes]]:
+    """The file as bytes, gunzipped when it starts with gzip's magic bytes (not by its name).
+
+    ``-`` is standard input, streamed (a piped log is never held whole) and left open.
+    """
+    if not is_stdin(path):
+        with path.open("rb") as probe:
+            magic = probe.read(2)
+        return gzip.open(path, "rb") if magic == _GZIP else path.open("rb")
+    stream = sys.stdin.buffer
+    if isinstance(stream, io.BufferedReader):
+        buffered = stream
+    else:  # a stand-in for stdin (tests): buffer it so the magic bytes can be peeked
+        buffered = io.BufferedReader(cast(io.RawIOBase, stream))
+    if buffered.peek(2)[:2] == _GZIP:
+        return gzip.GzipFile(fileobj=buffered)  # closing it leaves stdin open
+    return contextlib.nullcontext(buffered)
 
 
 def _decode(chunk: list[bytes]) -> list[str]:
@@ -283,6 +307,24 @@ class Transactions:
     def types(self) -> list[str]:
         """Transaction types present, sorted."""
         return sorted(map(str, self.records["type"].cat.categories))
+
+    def between(
+        self, since: datetime | None, until: datetime | None, *, tz: str = "UTC"
+    ) -> Transactions:
+        """The transactions that started in ``[since, until)`` (a time without a zone is in
+        ``tz``); all of them when both are None."""
+        if since is None and until is None:
+            return self
+        times = self.records["time"]
+        keep = np.ones(len(times), dtype=bool)
+        start, end = as_utc(since, tz=tz, what="since"), as_utc(until, tz=tz, what="until")
+        if start is not None:
+            keep &= (times >= start).to_numpy()
+        if end is not None:
+            keep &= (times < end).to_numpy()
+        records = self.records.loc[keep].reset_index(drop=True)
+        records["type"] = records["type"].cat.remove_unused_categories()
+        return replace(self, records=records)
 
     def workload(self, window: WindowLike = DEFAULT_WINDOW) -> pd.DataFrame:
         """The workload frame at ``window`` width (see :func:`window_transactions`)."""
@@ -514,6 +556,8 @@ def read_transactions(
     unit: str = "s",
     strict: bool = False,
     max_examples: int = 20,
+    time_unit: TimeUnit = "auto",
+    tz: str = "UTC",
 ) -> Transactions:
     """Read a CSV or Parquet table of transactions: one row per transaction.
 
@@ -531,14 +575,17 @@ def read_transactions(
         Raise :class:`DataError` on the first bad row instead of counting it.
     max_examples
         Rejected rows kept as examples in :attr:`Transactions.rejects`.
+    time_unit, tz
+        Unit of numeric (Unix) times and time zone of times without an offset, as
+        :func:`perfsleuth.frames.parse_times` reads them.
 
-    Times are ISO 8601 (with an offset, or taken as UTC) or Unix seconds. Bad rows — a time
+    Times are ISO 8601 (with an offset, or taken in ``tz``) or Unix times. Bad rows — a time
     that does not parse, a latency that is not a finite number >= 0, an empty type, an unknown
     unit — are rejected with their line number (CSV) or 1-based row number (Parquet) and column.
     A CSV row with the wrong number of fields stops the read (the columns cannot be trusted).
     """
     path = Path(path)
-    source = str(path)
+    source = input_name(path)
     base = _latency_factor(unit, "unit")
     table, line_of, is_parquet = _table_rows(path, columns)
     need = [c for c in ("time", "type", "latency") if c not in table.columns]
@@ -548,7 +595,7 @@ def read_transactions(
             f"{source}: missing column(s) {', '.join(map(repr, need))} (columns present: "
             f"{have}); map yours with columns={{'your_name': 'time', ...}}"
         )
-    times = _parse_times(table["time"])
+    times = _parse_times(table["time"], time_unit, tz)
     latency = _to_float(table["latency"])
     factor = np.full(len(table), base)
     unit_bad = np.zeros(len(table), dtype=bool)
@@ -565,7 +612,7 @@ def read_transactions(
     type_text = table["type"].astype("str")
     # Checks in order: the first that fails names the row.
     checks = [
-        (np.isnat(times), "not a time (ISO 8601 or Unix seconds, years 1900 to 2199)", "time"),
+        (np.isnat(times), "not a time (ISO 8601 or Unix times, years 1900 to 2099)", "time"),
         (_blank(table["type"]), "empty type", "type"),
         (unit_bad, "unknown latency unit", "unit"),
         (~np.isfinite(latency), "latency is not a number", "latency"),
@@ -623,29 +670,17 @@ def _to_float(values: pd.Series) -> npt.NDArray[np.float64]:
     return np.asarray(values.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
 
 
-def _parse_times(values: pd.Series) -> npt.NDArray[np.datetime64]:
-    """Datetimes (UTC, ns) with NaT where a value is not a time. Naive times are UTC."""
-    if pd.api.types.is_datetime64_any_dtype(values):
-        return utc_ns(values)
-    out = np.full(len(values), np.datetime64("NaT"), dtype="M8[ns]")
-    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-        seconds = values.to_numpy(dtype=np.float64, na_value=np.nan)
-    else:
-        text = values.astype("str").str.strip()
-        seconds = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        other = np.isnan(seconds) & (text != "").to_numpy()
-        if other.any():
-            out[other] = utc_ns(
-                pd.to_datetime(text[other], utc=True, errors="coerce", format="ISO8601")
-            )
-    with np.errstate(invalid="ignore"):
-        epoch = (seconds >= _US_MIN / 1e6) & (seconds < _US_MAX / 1e6)  # also drops NaN
-    out[epoch] = (np.round(seconds[epoch] * 1e6).astype(np.int64) * 1000).astype("M8[ns]")
-    return out
+def _parse_times(values: pd.Series, time_unit: TimeUnit, tz: str) -> npt.NDArray[np.datetime64]:
+    """Naive UTC datetimes (ns) with NaT where a value is not a time (the frames' reading)."""
+    try:
+        parsed = parse_times(values, time_unit=time_unit, tz=tz)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return utc_ns(parsed.times)
 
 
 def utc_ns(values: pd.Series | pd.Index) -> npt.NDArray[np.datetime64]:
-    """Datetimes as naive UTC datetime64[ns]; NaT where missing or outside 1900..2199.
+    """Datetimes as naive UTC datetime64[ns]; NaT where missing or outside 1900..2099.
 
     The range keeps nanoseconds from overflowing (they end in 2262) and catches times that
     are a unit mistake or a corrupt field rather than a transaction. Naive input is UTC.
@@ -669,6 +704,10 @@ def read_aggregated(
     columns: Mapping[str, str] | None = None,
     window: WindowLike | None = None,
     unit: str = "s",
+    time_unit: TimeUnit = "auto",
+    tz: str = "UTC",
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> pd.DataFrame:
     """Read a per-window, per-type table (long form) into a workload frame.
 
@@ -684,6 +723,9 @@ def read_aggregated(
         Window width. By default, the most common step between consecutive window starts.
     unit
         Unit of ``rt_sum`` / ``rt_mean`` (``s``, ``ms``, ``us``, ``ns``).
+    time_unit, tz, since, until
+        As :func:`perfsleuth.frames.normalise` takes them: unit of numeric times, time zone
+        of times without an offset, and the windows kept (those starting in ``[since, until)``).
 
     Returns
     -------
@@ -700,7 +742,7 @@ def read_aggregated(
     :func:`window_transactions`): the table's producer decides which windows exist.
     """
     path = Path(path)
-    source = str(path)
+    source = input_name(path)
     factor = _latency_factor(unit, "unit")
     table, line_of, is_parquet = _table_rows(path, columns)
     has_sum, has_mean = "rt_sum" in table.columns, "rt_mean" in table.columns
@@ -718,8 +760,8 @@ def read_aggregated(
             bad = BadLine(source, line_of(pos), f"{reason}: {value!r}", "", column, is_parquet)
             raise DataError(bad.where())
 
-    times = _parse_times(table["time"])
-    fail(np.isnat(times), "not a time (ISO 8601 or Unix seconds, years 1900 to 2199)", "time")
+    times = _parse_times(table["time"], time_unit, tz)
+    fail(np.isnat(times), "not a time (ISO 8601 or Unix times, years 1900 to 2099)", "time")
     fail(_blank(table["type"]), "empty type", "type")
     count = _to_float(table["count"])
     fail(~np.isfinite(count) | (count < 0), "count must be a number >= 0", "count")
@@ -748,7 +790,7 @@ def read_aggregated(
     frame.update({f"n[{t}]": counts[:, j] for j, t in enumerate(names)})
     frame.update({f"rt_sum[{t}]": sums[:, j] for j, t in enumerate(names)})
     frame.update({f"rt_mean[{t}]": means[:, j] for j, t in enumerate(names)})
-    return normalise(pd.DataFrame(frame), "workload", source=source)
+    return normalise(pd.DataFrame(frame), "workload", source=source, since=since, until=until)
 
 
 def _window_step(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import re
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,9 +31,10 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from perfsleuth.errors import ConfigError, SourceError
+from perfsleuth.errors import ConfigError, DataError, SourceError
+from perfsleuth.sources.files import input_name
 from perfsleuth.sources.transactions import (
     RejectCounter,
     Transactions,
@@ -42,7 +42,7 @@ from perfsleuth.sources.transactions import (
     read_line_chunks,
     utc_ns,
 )
-from perfsleuth.tomlfile import validation_message
+from perfsleuth.tomlfile import read_toml, validate
 
 __all__ = ["CLF_TIME", "Rule", "glob_to_regex", "load_rules", "read_weblog"]
 
@@ -61,8 +61,14 @@ _CLF = r'^\S+ \S+ \S+ \[(?P<time>[^\]]*)\] "(?P<request>(?:[^"\\]|\\.)*)"'
 _REQUEST = r"^(?P<method>[A-Za-z][A-Za-z0-9._-]{0,31}) (?P<target>.+?)(?: HTTP/[0-9.]{1,5})?$"
 _PATH = r"^(?:[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*)?(?P<path>[^?#]*)"
 _SEGMENT = r"^/(?P<segment>[A-Za-z0-9._~%!$&'()*+,;=:@-]{0,64})(?:/|$)"
-_NUMBER = r'^"?[0-9]+(?:\.[0-9]*)?"?$'
-_NEGATIVE = r'^"?-[0-9]+(?:\.[0-9]*)?"?$'
+# A number, quoted or not: the quotes must pair up, or '8.50"' (the end of a quoted user agent,
+# "... Opera 8.50") would read as 8.5 s.
+_NUMBER = r'^(?:"[0-9]+(?:\.[0-9]*)?"|[0-9]+(?:\.[0-9]*)?)$'
+_NEGATIVE = r'^(?:"-[0-9]+(?:\.[0-9]*)?"|-[0-9]+(?:\.[0-9]*)?)$'
+# A Common (%h %l %u %t "%r" %>s %b) or Combined ("%{Referer}i" "%{User-Agent}i") line and
+# nothing after: a log without a response-time field, whose last field is bytes or the agent.
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+_BARE = rf"^\S+ \S+ \S+ \[[^\]]*\] {_QUOTED} \S+ \S+(?: {_QUOTED} {_QUOTED})?\s*$"
 
 
 def _check_re2(pattern: str) -> str:
@@ -156,25 +162,20 @@ def load_rules(path: str | Path) -> list[Rule]:
         regex = "^/cart/[0-9]+/checkout$"
     """
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    if not path.is_file():
+        raise SourceError(f"{path}: cannot read: no such file")
+    document = read_toml(path, what="rules")
+    data = document.data
     extra = sorted(set(data) - {"rule"})
     if extra:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(extra)} (expected [[rule]] tables)")
     rules = data.get("rule", [])
     if not isinstance(rules, list):
         raise ConfigError(f"{path}: 'rule' must be an array of tables ([[rule]])")
-    out = []
-    for i, item in enumerate(rules):
-        try:
-            out.append(Rule.model_validate(item))
-        except ValidationError as exc:
-            raise ConfigError(validation_message(exc, source=f"{path}: rule[{i}]")) from None
-    return out
+    return [
+        validate(Rule, item, source=document.source, locate=document.line, prefix=f"rule.{i}")
+        for i, item in enumerate(rules)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +189,7 @@ class _Spec:
     rules: tuple[tuple[str, tuple[str, ...] | None, int], ...]  # (regex, methods, type index)
     types: tuple[str, ...]  # rule types (unique, in rule order), then maybe ``unmatched``
     unmatched: int | None  # index in ``types`` of the unmatched type; None: reject
+    bare: bool  # refuse Common/Combined lines with nothing after (the response time is last)
 
 
 _REASONS = [
@@ -198,8 +200,10 @@ _REASONS = [
     "response time is not a number",
     "response time is negative",
     "no mapping rule matches the request",
+    "no response-time field: the line ends with the Common/Combined Log Format's own fields",
 ]
-_FIELDS = [None, "request", "time", "latency", "latency", "latency", "request"]
+_FIELDS = [None, "request", "time", "latency", "latency", "latency", "request", "latency"]
+_BARE_CODE = 8
 _PATTERN_REASONS = ["does not match the pattern", *_REASONS[1:]]
 
 
@@ -292,10 +296,30 @@ def read_weblog(
     for path in files:
         for first, lines in read_line_chunks(path, rejects, chunk_lines=chunk_lines):
             total += _parse_chunk(lines, first, str(path), spec, rejects, builder)
-    result = builder.build(rejects, [str(p) for p in files], total)
+    _no_response_times(spec, rejects, files, total)
+    result = builder.build(rejects, [input_name(p) for p in files], total)
     if not rules and max_types is not None:
         result = replace(result, records=_fold_rare(result.records, max_types))
     return result
+
+
+def _no_response_times(
+    spec: _Spec, rejects: RejectCounter, files: Sequence[Path], total: int
+) -> None:
+    """Say once that the log has no response-time field, not once per line."""
+    found = rejects.result()
+    bare = found.by_reason.get(_REASONS[_BARE_CODE - 1], 0)
+    if not spec.bare or not total or found.count < total or bare * 2 <= total:
+        return
+    first = next((b for b in found.examples if b.reason == _REASONS[_BARE_CODE - 1]), None)
+    where = ", ".join(input_name(p) for p in files) if len(files) <= 3 else f"{len(files)} files"
+    raise DataError(
+        f"{where}: no response-time field: {bare:,} of {total:,} line(s) end with the "
+        "Common/Combined Log Format's own fields"
+        + (f" (first: line {first.line})" if first is not None else "")
+        + "; log the response time last (Apache: %D at the end of LogFormat, nginx: "
+        "$request_time at the end of log_format)"
+    )
 
 
 def _make_spec(
@@ -355,6 +379,7 @@ def _make_spec(
         tuple(compiled),
         tuple(types),
         index,
+        bare=pattern is None and latency_field == -1,
     )
 
 
@@ -393,6 +418,8 @@ def _parse_chunk(
 
     times, time_text = _times(head.field("time"), spec.time_format)
     code[(code == 0) & ~blank & np.isnat(times)] = 3
+    if spec.bare:
+        code[(code == 0) & ~blank & _bools(pc.match_substring_regex(text, _BARE))] = _BARE_CODE
 
     if spec.latency is None:
         raw = head.field("latency")

@@ -12,14 +12,24 @@ import typer
 
 from perfsleuth.cli.inputs import (
     ColumnsOption,
+    CpuOfOption,
     CpuOption,
     CpuUnitOption,
+    CpuUrlOption,
+    DisorderOption,
+    DuplicatesOption,
     Files,
     FormatOption,
+    Messy,
+    MissingOption,
     RulesOption,
     ScriptsOption,
+    SinceOption,
     StrictOption,
+    TimeUnitOption,
+    TzOption,
     UnitOption,
+    UntilOption,
     WindowOption,
     workload_source,
 )
@@ -51,12 +61,21 @@ def workload_command(
     ] = False,
     cpu: CpuOption = None,
     cpu_unit: CpuUnitOption = "fraction",
+    cpu_of: CpuOfOption = None,
+    cpu_url: CpuUrlOption = None,
     allowed_error: Annotated[
         float, typer.Option(help="--segments: allowed CPU-model error, share of mean CPU.")
     ] = 0.03,
     idle_util: Annotated[
         float, typer.Option(help="--segments: expected idle CPU, share of the machine.")
     ] = 0.05,
+    missing: MissingOption = None,
+    disorder: DisorderOption = None,
+    duplicates: DuplicatesOption = None,
+    time_unit: TimeUnitOption = None,
+    tz: TzOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
 ) -> None:
     """Explain response time by the transaction mix (Kelly); flag windows it cannot explain.
 
@@ -77,6 +96,9 @@ def workload_command(
         unit=unit,
         cpu=cpu,
         cpu_unit=cpu_unit,
+        cpu_of=cpu_of,
+        cpu_url=cpu_url,
+        messy=Messy(missing, disorder, duplicates, time_unit, tz, since, until),
     )
     mix = create(
         "workload",

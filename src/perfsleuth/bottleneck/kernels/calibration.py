@@ -39,13 +39,19 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import nnls
 
 from perfsleuth.bottleneck.kernels.model import KeyLocator, Model
 from perfsleuth.errors import ConfigError, NotEnoughDataError
 from perfsleuth.tomlfile import read_toml
 
-__all__ = ["Measurement", "Profile", "apply_profile", "fit_profile", "load_profile"]
+__all__ = [
+    "ERROR_SCALE",
+    "Measurement",
+    "Profile",
+    "apply_profile",
+    "fit_profile",
+    "load_profile",
+]
 
 Array = npt.NDArray[np.float64]
 
@@ -73,6 +79,9 @@ _NUMBERS = (
     "app_ram",
 )
 _MEASUREMENT_KEYS = {"kind", "direct", "engine", "role", *_NUMBERS}
+ERROR_SCALE = "error_scale"
+"""Profile key: the factor (at least 1) by which the inference widens the error model's
+standard deviations, set when the machine was busy while it was calibrated."""
 COSTS = (
     "cpu_direct_op",
     "cpu_direct_byte",
@@ -231,6 +240,16 @@ def profile_from_dict(
     if not isinstance(head, dict) or not isinstance(head.get("model"), str):
         raise at.error("profile.model", "missing (the model the profile is for)")
     info = {str(k): str(v) for k, v in head.items() if k != "model"}
+    if ERROR_SCALE in info:
+        try:
+            scale = float(info[ERROR_SCALE])
+        except ValueError:
+            scale = math.nan
+        if not (math.isfinite(scale) and 1.0 <= scale <= 100.0):
+            raise at.error(
+                f"profile.{ERROR_SCALE}",
+                f"expected a number from 1 to 100, got {head[ERROR_SCALE]!r}",
+            )
     constants: dict[str, float] = {}
     for key, value in dict(data.get("constants", {})).items():
         if (
@@ -300,6 +319,8 @@ def fit_service_time(sizes: Sequence[float], iops: Sequence[float]) -> tuple[flo
     t = 1.0 / np.asarray(iops, dtype=np.float64)
     if len(s) < 2 or len(np.unique(s)) < 2:
         raise NotEnoughDataError("a service-time regression needs two request sizes or more")
+    from scipy.optimize import nnls  # here: the inference imports this module, not fits
+
     design = np.column_stack([np.ones_like(s), s]) / t[:, None]
     (a, b), _ = nnls(design, np.ones_like(t))
     return float(a), float(b)
@@ -311,6 +332,8 @@ def fit_cpu_costs(rates: Array, cores: Array) -> Array:
     cores = np.asarray(cores, dtype=np.float64)
     if rates.shape[0] < rates.shape[1]:
         raise NotEnoughDataError("fewer runs than CPU costs to fit")
+    from scipy.optimize import nnls
+
     norms = np.maximum(np.abs(rates).max(axis=0), 1e-300)
     costs, _ = nnls(rates / norms, cores)
     out: Array = costs / norms

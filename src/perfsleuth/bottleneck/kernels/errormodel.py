@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,17 @@ class ErrorModel:
             scale=np.array([c.scale for c in model.counters], dtype=np.float64),
             mean=np.zeros(len(sd)),
             cov=np.diag(sd**2),
+        )
+
+    def widened(self, factor: float) -> ErrorModel:
+        """The same errors with standard deviations ``factor`` times as wide."""
+        if factor == 1.0:
+            return self
+        return replace(
+            self,
+            cov=self.cov * factor**2,
+            source=f"{self.source}, widened {factor:g}x",
+            _cache={},
         )
 
     def transform(self, values: Array) -> Array:

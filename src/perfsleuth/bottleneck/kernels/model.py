@@ -64,6 +64,8 @@ class CounterInfo:
     signed: bool
     source: str
     description: str
+    workload_part: str = ""
+    """Column of the workload's share of this machine-wide counter ('' if none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,9 +373,17 @@ class Model:
                     spec_c.signed,
                     spec_c.source,
                     spec_c.description,
+                    spec_c.workload_part,
                 )
             )
         self.counters = tuple(counters)
+        for name, spec_c in spec.counters.items():
+            part = spec_c.workload_part
+            if part and (part not in columns or part == spec_c.column):
+                raise self._where.error(
+                    f"counters.{name}.workload_part",
+                    f"{part!r} is not the column of another counter{_suggest(part, columns)}",
+                )
 
         resources = []
         self._util_fns: list[expr.Compiled] = []

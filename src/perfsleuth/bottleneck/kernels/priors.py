@@ -92,8 +92,11 @@ class Priors:
         tiny = 1e-300
         with np.errstate(divide="ignore", invalid="ignore"):
             grow = np.log(np.maximum(w - self.lower, tiny))
-            u = np.clip((w - self.lower) / self.span, 1e-17, 1 - 1e-16)
-            squash = np.log(u) - np.log1p(-u)
+            # both distances to the bounds, so that a value on a bound (a clipped z) maps
+            # back onto the clip and not somewhere short of it
+            below = np.maximum((w - self.lower) / self.span, tiny)
+            above = np.maximum((self.upper - w) / self.span, tiny)
+            squash = np.log(below) - np.log(above)
         z: Array = np.where(self.bounded, squash, grow)
         return self._clip(z)
 
@@ -184,7 +187,8 @@ class Priors:
 
     def median_w(self) -> Array:
         """A central value per parameter: the lognormal median, the beta/uniform mean."""
-        logn = np.clip(self.offset + np.exp(self.mu), self.lower, self.upper)
+        with np.errstate(over="ignore"):  # a median near the float range: clipped
+            logn = np.clip(self.offset + np.exp(self.mu), self.lower, self.upper)
         mean = self.lower + self.span * self.alpha / (self.alpha + self.beta)
         w: Array = np.where(self.lognormal, logn, mean)
         return w

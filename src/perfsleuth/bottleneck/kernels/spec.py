@@ -23,7 +23,11 @@ A model file has these tables (see ``models/linux.toml`` for a complete one):
     A predicted counter: ``column`` (its name in the counter frame), ``expr``, ``unit``, and
     the default error model on the ``asinh(value / scale)`` scale: ``scale`` (a level below
     which the counter's noise is absolute, in its unit) and ``sd``; ``signed = true`` when an
-    observed value may be negative (a change of a level), else a negative value is an error.
+    observed value may be negative (a change of a level), else a negative value is an error;
+    ``workload_part`` names the column of the workload's own share of a machine-wide counter
+    (``cg.mem.refault`` of ``mem.refault``): when that column is observed too, the rest is
+    other tenants', so the machine counter only bounds the prediction from below (a counter
+    may show more than the workload does, not less).
 ``[resources.<name>]``
     A resource: ``label``, ``utilisation`` (a dimensionless formula; 1 = saturated),
     ``capacity`` (how the explanation names 100%), ``throughput`` (whether it caps throughput as
@@ -77,8 +81,9 @@ class ParameterSpec(_Strict):
     median: float | None = Field(default=None, gt=0, description="lognormal: median of w - offset")
     sigma: float | None = Field(default=None, gt=0, description="lognormal: sd of ln(w - offset)")
     offset: float = 0.0
-    alpha: float | None = Field(default=None, gt=0)
-    beta: float | None = Field(default=None, gt=0)
+    # beyond a million a beta prior is a point mass, and alpha + beta may overflow
+    alpha: float | None = Field(default=None, gt=0, le=1e6)
+    beta: float | None = Field(default=None, gt=0, le=1e6)
     lower: float | None = None
     upper: float | None = None
     load: bool = False
@@ -122,6 +127,7 @@ class CounterSpec(_Strict):
     scale: float = Field(gt=0)
     sd: float = Field(gt=0)
     signed: bool = False
+    workload_part: str = ""
     source: str = ""
     description: str = ""
 

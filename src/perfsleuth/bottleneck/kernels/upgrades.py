@@ -8,8 +8,10 @@ throughput is, as in the paper, the stream with the highest rate under the infer
 Each catalogue option (and each combination of up to ``max_combined`` options from different
 groups) changes the calibration — a whole profile of the new hardware, constants replaced, or
 constants and tables scaled — and gets its own t*; its cost per unit of added throughput is
-``price / (X_max(option) − X_max(now))``. The recommendation is the cheapest option that meets
-the target, or without a target the lowest price per unit of added throughput.
+``price / (X_max(option) − X_max(now))``. Only an option that adds throughput (at least
+:data:`MIN_GAIN` of today's maximum) is ever recommended: the cheapest that meets the target,
+or without a target the lowest price per unit of added throughput; when today's maximum meets
+the target already, nothing is.
 
 A catalogue file::
 
@@ -45,6 +47,7 @@ from perfsleuth.errors import ConfigError
 from perfsleuth.tomlfile import read_toml, validate
 
 __all__ = [
+    "MIN_GAIN",
     "Catalogue",
     "Option",
     "UpgradeAnalysis",
@@ -57,6 +60,8 @@ __all__ = [
 
 Array = npt.NDArray[np.float64]
 _T_MIN, _T_MAX = 1e-3, 1e5  # load factors searched
+MIN_GAIN = 0.05
+"""Added throughput, as a share of today's maximum, below which an option buys nothing."""
 
 
 class _Strict(BaseModel):
@@ -234,6 +239,11 @@ class UpgradeAnalysis:
         """One sentence: what to buy and why, or why nothing fits."""
         unit = f"{self.unit}/s"
         if self.recommended is None:
+            if self.target is not None and self.base_max_throughput >= self.target:
+                return (
+                    f"the target of {_rate(self.target)} {unit} is within today's maximum "
+                    f"({_rate(self.base_max_throughput)}): no upgrade needed"
+                )
             if self.target is not None:
                 best = max(self.results, key=lambda r: r.max_throughput, default=None)
                 reach = (
@@ -308,13 +318,13 @@ def analyse_upgrades(
             )
         )
     results.sort(key=lambda r: (r.cost_per_unit, r.price, r.name))
+    useful = [
+        r for r in results if math.isfinite(r.cost_per_unit) and r.added > MIN_GAIN * base_max
+    ]
     if goal is not None:
-        meeting = [r for r in results if r.meets_target]
+        meeting = [r for r in useful if r.meets_target] if base_max < goal else []
         recommended = min(meeting, key=lambda r: (r.price, r.cost_per_unit), default=None)
     else:
-        useful = [
-            r for r in results if math.isfinite(r.cost_per_unit) and r.added > 0.01 * base_max
-        ]
         recommended = useful[0] if useful else None
     return UpgradeAnalysis(
         unit=unit,

@@ -516,7 +516,9 @@ def _tail_line(log_q: FloatArray, log_p: FloatArray) -> tuple[float, float, floa
     """Exponential tail beyond the smallest p: ``log p = lp_last + slope (x − x_last)``."""
     x = np.exp(log_q[-_TAIL_FIT:])
     y = log_p[-_TAIL_FIT:]
-    slope = float(np.polyfit(x, y, 1)[0])
+    dx = x - x.mean()
+    den = float(dx @ dx)  # the least-squares slope, without polyfit's overhead (hot path)
+    slope = float(dx @ (y - y.mean())) / den if den > 0 else 0.0
     if not slope < 0.0:  # cannot happen for a sane table; never let the tail turn upward
         slope = float((y[-1] - y[0]) / max(x[-1] - x[0], 1e-300)) if x[-1] > x[0] else -1e300
     return float(x[-1]), float(y[-1]), slope

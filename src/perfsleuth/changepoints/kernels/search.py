@@ -75,8 +75,12 @@ covariance of the scaled columns weighted by their long-run variance factors, an
 {200, 1000}: .027–.058 for equal φ and .002–.077 across unequal φ and correlated noise (the 1-D
 table alone: .001–.03, i.e. very conservative).
 
-**Operational series (``robust=True``, the default).** Before the search, outliers are clipped
-and a detected cycle is removed; a trend is removed when the slope *inside* the segments is
+**Operational series (``robust=True``, the default).** The search is the seeded one of
+:mod:`perfsleuth.changepoints.kernels.seeded` (every point judged between its neighbours:
+significant, large enough, worth its cost); nothing is clipped, spikes stay in the data and are
+listed (``ChangePoints.spikes``). The paragraph below describes the previous default search
+(outliers clipped, the paper's recursion), whose measurements it gives. A detected cycle is
+removed; a trend is removed when the slope *inside* the segments is
 significant, choosing between "no trend" and "trend" by BIC; finally change points whose shift is
 below ``min_effect`` noise standard deviations are dropped (:mod:`perfsleuth.stats.robust` says
 why each step keeps level shifts). Measured at n = 500, α = .05, 200 series each, no change:
@@ -120,15 +124,19 @@ short to split (``n < max(2 · min_size, 3)``) give no change points; NaN or ±i
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
+import logging
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perfsleuth.changepoints.kernels import fpa
+from perfsleuth.changepoints.kernels import fpa, seeded
 from perfsleuth.errors import DataError, NotEnoughDataError
 from perfsleuth.stats import robust as robust_mod
 
@@ -197,7 +205,7 @@ class ChangePoint:
     value per column) are the means of the final segments either side; for a rejected candidate,
     of the two parts of its segment. ``start``/``stop`` bound the segment that was tested and
     ``alpha`` is the level it was tested at (after spending). ``shift`` is the jump of the level
-    in the adjusted series (outliers clipped, cycle and trend removed; per column) and ``effect``
+    in the adjusted series (cycle and trend removed; per column) and ``effect``
     the largest ``|shift|`` in noise standard deviations (robust σ of the residuals about the
     segment means). ``spread_before``/``spread_after`` are the standard deviations of the raw
     values in the final segments either side. With ``robust``, ``statistic`` is T of the tested
@@ -220,6 +228,7 @@ class ChangePoint:
     effect: float = math.nan
     spread_before: tuple[float, ...] = ()
     spread_after: tuple[float, ...] = ()
+    strength: float = math.nan
 
     @property
     def significant(self) -> bool:
@@ -245,10 +254,12 @@ class ChangePoints:
 
     ``indices`` are sorted 0-based indices, each the first observation of a new segment;
     ``points`` carry the evidence for each, in the same order; ``segments`` cover ``0..n``;
-    ``rejected`` holds the last, non-significant candidate of every segment that was long enough
-    to test, and the significant ones dropped by the effect-size floor (for plots and for asking
-    "why not here?"). With ``robust``: ``period`` is the removed cycle (observations) or None,
-    ``outliers`` how many values were clipped, ``trend`` the removed slope per observation (per
+    ``rejected`` holds, for the paper's search (``robust=False``), the last, non-significant
+    candidate of every segment that was long enough to test and the significant ones dropped by
+    the effect-size floor; for the default search, every candidate it dropped, judged on its
+    last segment (for plots and for asking "why not here?"). With ``robust``: ``period`` is the
+    removed cycle (observations) or None, ``spikes`` the observations far from the model (kept
+    in the data; ``outliers`` counts them), ``trend`` the removed slope per observation (per
     column; 0 when none). ``fitted`` (n × dims) is the model in the series' units: segment
     levels plus trend plus cycle.
     """
@@ -265,9 +276,20 @@ class ChangePoints:
     robust: bool = False
     min_effect: float = 0.0
     period: int | None = None
-    outliers: int = 0
+    spikes: tuple[int, ...] = ()
     trend: tuple[float, ...] = ()
     fitted: FloatArray | None = dataclasses.field(default=None, compare=False, repr=False)
+    min_relative_change: float = 0.0
+    penalty: float = 0.0
+
+    @property
+    def outliers(self) -> int:
+        """How many spikes the series has (none is clipped: they stay in every mean)."""
+        return len(self.spikes)
+
+    def ranked(self) -> tuple[ChangePoint, ...]:
+        """The change points, largest effect first."""
+        return tuple(sorted(self.points, key=lambda p: (-p.effect, p.index)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -298,6 +320,7 @@ class FPATest:
     shipped table."""
 
     table: fpa.FPATable | None = None
+    phi_estimated: bool = True  # φ is the tested segment's own estimate (False: φ is known)
 
     @property
     def name(self) -> str:
@@ -306,19 +329,20 @@ class FPATest:
     def assess(
         self, statistic: float, *, n: int, phi: float, alpha: float, dims: float, min_size: int
     ) -> Assessment:
+        est = self.phi_estimated
         if self.table is not None or dims <= 1:
             table = fpa.load_table() if self.table is None else self.table
             return Assessment(
-                table.critical_value(n, phi, alpha, min_size, phi_estimated=True),
-                table.p_value(statistic, n, phi, min_size, phi_estimated=True),
+                table.critical_value(n, phi, alpha, min_size, phi_estimated=est),
+                table.p_value(statistic, n, phi, min_size, phi_estimated=est),
             )
         # Between tabulated column counts, log(T − 1) and log p are interpolated in 1/k.
         lo = fpa.table_dims(math.floor(dims))
         hi = min((k for k in fpa.DIMS_GRID if k >= dims), default=lo)
         w = 0.0 if hi == lo else (1 / lo - 1 / dims) / (1 / lo - 1 / hi)
         ends = [fpa.load_table(k) for k in (lo, hi)]
-        crit = [t.critical_value(n, phi, alpha, min_size, phi_estimated=True) for t in ends]
-        pval = [t.p_value(statistic, n, phi, min_size, phi_estimated=True) for t in ends]
+        crit = [t.critical_value(n, phi, alpha, min_size, phi_estimated=est) for t in ends]
+        pval = [t.p_value(statistic, n, phi, min_size, phi_estimated=est) for t in ends]
         return Assessment(
             1.0 + math.exp((1 - w) * math.log(crit[0] - 1) + w * math.log(crit[1] - 1)),
             _log_mix(pval[0], pval[1], w),
@@ -602,21 +626,43 @@ def _check_min_size(min_size: int) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+DEFAULT_MIN_EFFECT = 0.25
+"""Default effect-size floor, in noise standard deviations."""
+DEFAULT_MIN_RELATIVE_CHANGE = 0.05
+"""Default floor on the relative change (fraction of the larger level)."""
+DEFAULT_PENALTY = 5.0
+"""Default parsimony penalty: a point must explain ``penalty · ln n`` long-run variances."""
+
+_LOG = logging.getLogger(__name__)
+_LOG_PROGRESS_LENGTH = 100_000  # longer series log their progress at INFO
+_SMALL_MIN_SIZE = 5  # the default min_size, or a quarter of a shorter series
+_SPIKE_K = 5.0  # a spike: this many robust σ from the model, on the symmetrised scale
+_NOISE_ROUNDS = 4  # re-measurements of the noise on the residuals; points settle in 2-3
+_CANDIDATE_ALPHA = 0.05  # level at which one seeded interval proposes its split
+_PRUNE_ROUNDS = 3  # prune, re-place, prune again: settles in one or two
+
+
 def find_change_points(
     values: ArrayLike,
     *,
     alpha: float = 0.05,
-    min_size: int = 5,
+    min_size: int | None = None,
     method: Method | SignificanceTest = "fpa",
     alpha_spending: AlphaSpending = "length",
     max_depth: int | None = None,
     robust: bool = True,
-    min_effect: float = 0.5,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    min_relative_change: float = DEFAULT_MIN_RELATIVE_CHANGE,
+    penalty: float = DEFAULT_PENALTY,
 ) -> ChangePoints:
     """Change points in the mean of a series (or of several series jointly).
 
-    The paper's FindChangePoints: split a segment at its optimal 2-partition when the split is
-    significant, then do the same to both parts (see the module docstring for the choices).
+    With ``robust=True`` (the default): candidates from seeded binary segmentation, each point
+    then judged between its neighbours — significant, large enough to matter and worth its
+    cost — with cycles, trends and skewness handled and spikes kept as data
+    (:mod:`perfsleuth.changepoints.kernels.seeded`; ``docs/changepoints.md``). With
+    ``robust=False``: the paper's FindChangePoints on the raw values (split a segment at its
+    optimal 2-partition when the split is significant, then do the same to both parts).
 
     Parameters
     ----------
@@ -627,7 +673,8 @@ def find_change_points(
         False-positive rate of the whole search (with ``alpha_spending="length"``) or of each
         test (``"none"``).
     min_size
-        Smallest number of observations on either side of a change point.
+        Smallest number of observations on either side of a change point; ``None`` (default):
+        5, or a quarter of the series when it is shorter than 20.
     method
         ``"fpa"`` (simulated critical values, the default), ``"paper"`` (the paper's fitted
         α = .05 curve; needs ``alpha=0.05, alpha_spending="none"``), ``"f"`` (F distribution,
@@ -636,15 +683,19 @@ def find_change_points(
         ``"length"``: test a segment of length n_s at ``alpha · n_s / n``; ``"none"``: at
         ``alpha`` (the paper).
     max_depth
-        Deepest recursion level tested (0 = only the first split); ``None`` for no limit.
+        Deepest recursion level (robust: seeded scale) searched, 0 = the whole series only;
+        ``None`` for no limit.
     robust
-        Search the series after clipping outliers, removing a detected cycle and a significant
-        trend (:mod:`perfsleuth.stats.robust`), and compute T after a power transform that
-        removes skewness (module docstring, "Skewed noise"); ``False`` searches the raw values,
-        as the paper.
+        The default search described above; ``False`` searches the raw values, as the paper.
     min_effect
-        Effect-size floor: a change point whose shift (in the adjusted series) is smaller than
-        ``min_effect`` noise standard deviations is dropped (0 keeps every significant one).
+        A change point's shift must be at least this many noise standard deviations (robust σ
+        of the residuals about the segment means); 0 keeps every significant one.
+    min_relative_change
+        With ``robust``: a shift must also be at least this fraction of the larger of the two
+        levels (0 turns it off; for data whose zero is arbitrary, such as temperatures).
+    penalty
+        With ``robust``: a point must explain at least ``penalty · ln n`` long-run noise
+        variances (its between-part sum of squares); 0 turns the parsimony penalty off.
 
     Returns
     -------
@@ -653,18 +704,24 @@ def find_change_points(
 
     Examples
     --------
-    >>> find_change_points([95, 105, 510, 490], min_size=1).indices
+    >>> find_change_points([95, 105, 510, 490]).indices
     (2,)
     """
     if not (isinstance(alpha, float | int) and 0.0 < alpha < 1.0):
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    _check_min_size(min_size)
+    if min_size is not None:
+        _check_min_size(min_size)
     if alpha_spending not in ("length", "none"):
         raise ValueError(f"alpha_spending must be 'length' or 'none', got {alpha_spending!r}")
     if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 0):
         raise ValueError(f"max_depth must be a non-negative integer or None, got {max_depth!r}")
-    if not (isinstance(min_effect, float | int) and math.isfinite(min_effect) and min_effect >= 0):
-        raise ValueError(f"min_effect must be a finite number >= 0, got {min_effect!r}")
+    for name, value in (
+        ("min_effect", min_effect),
+        ("min_relative_change", min_relative_change),
+        ("penalty", penalty),
+    ):
+        if not (isinstance(value, float | int) and math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     if isinstance(method, str):
         if method not in _TESTS:
             raise ValueError(f"method must be one of {', '.join(_TESTS)}, got {method!r}")
@@ -679,25 +736,27 @@ def find_change_points(
             "pass alpha=0.05 and alpha_spending='none'"
         )
 
-    x = _as_columns(values)
-    n, dims = x.shape
-    search = _Search(
-        test,
-        float(alpha),
-        min_size,
-        alpha_spending,
-        max_depth,
-        n,
-        dims,
-        shift_robust_phi=robust,
-        symmetrise=robust,
-    )
-    robust_search = robust and n >= max(2 * min_size, 3)  # else nothing to split anyway
+    raw = _as_columns(values)
+    n, dims = raw.shape
+    size = _auto_min_size(n) if min_size is None else int(min_size)
+    # Values near the float range overflow when squared: search a copy scaled by a power of two
+    # (exact), report levels in the series' own units.
+    x, unit = _rescaled(raw)
+    started = time.perf_counter()
+    log = _LOG.info if n >= _LOG_PROGRESS_LENGTH else _LOG.debug
+    log("change points: searching %d observations × %d column(s)", n, dims)
+    robust_search = robust and n >= max(2 * size, 3)  # else nothing to split anyway
     if robust_search:
-        adjusted, period, outliers, cycle = _prepare(x, min_size)
+        adjusted, period, cycle = _without_cycle(x, size)
+        search: _Search | _Practical = _Practical(
+            test, float(alpha), size, alpha_spending, max_depth, n, dims,
+            float(min_effect), float(min_relative_change), float(penalty), log,
+        )  # fmt: skip
+        scale = np.ones(dims)
     else:
-        adjusted, period, outliers, cycle = x, None, 0, np.zeros_like(x)
-    scale = _noise_scale(adjusted) if dims > 1 and n > 1 else np.ones(dims)
+        adjusted, period, cycle = x, None, np.zeros_like(x)
+        search = _Search(test, float(alpha), size, alpha_spending, max_depth, n, dims)
+        scale = _noise_scale(adjusted) if dims > 1 and n > 1 else np.ones(dims)
     accepted, rejected = search.run(adjusted / scale)
 
     slope = np.zeros(dims)
@@ -709,24 +768,31 @@ def find_change_points(
         # better description (BIC). The second start only matters when the first ends in few
         # change points, a monotone staircase or segments that lean (a within-segment slope
         # of |t| > _LEAN_T, significant or not), which saves its searches otherwise.
+        flat = (np.zeros(dims), accepted, rejected)
         zero = _alternate(search, adjusted, scale, np.zeros(dims), accepted, rejected)
         slope, accepted, rejected = zero
         line = _significant_slopes(adjusted, [])
         if line.any() and (
             len(accepted) < 2 or _monotone(adjusted, accepted) or _sloped(adjusted, accepted)
         ):
-            start = search.run(_detrend(adjusted, line) / scale)
+            start = search.run(_detrend(adjusted, line) / scale, line, [p.index for p in accepted])
             fits = [zero, _alternate(search, adjusted, scale, line, *start)]
             slope, accepted, rejected = min(fits, key=lambda fit: _bic(adjusted, *fit[:2]))
+        if slope.any() and _negligible(adjusted, slope, accepted, min_effect):
+            # a rise over the whole series below the effect floor does not matter, and it
+            # would swallow a small shift (one dropped for its size would look like a ramp)
+            slope, accepted, rejected = flat
         if slope.any():
             slope, accepted, pruned = _prune_with_trend(adjusted, slope, accepted)
             rejected = [*rejected, *pruned]
     level = adjusted - np.outer(_ramp(n), slope)  # the piecewise-constant part (plus noise)
 
-    accepted, dropped = _apply_effect_floor(accepted, level, min_effect)
+    dropped: list[ChangePoint] = []
+    if not robust_search:
+        accepted, dropped = _apply_effect_floor(accepted, level, min_effect)
     accepted.sort(key=lambda p: p.index)
     bounds = [0, *(p.index for p in accepted), n]
-    segments = tuple(Segment(a, b, _mean(x[a:b])) for a, b in itertools.pairwise(bounds) if b > a)
+    segments = tuple(Segment(a, b, _mean(raw[a:b])) for a, b in itertools.pairwise(bounds) if b > a)
     shifts = [_mean(level[b:c]) for b, c in itertools.pairwise(bounds) if c > b]
     fitted = np.outer(_ramp(n), slope) + cycle
     for (b, c), mean in zip(itertools.pairwise(bounds), shifts, strict=False):
@@ -738,40 +804,74 @@ def find_change_points(
             p,
             mean_before=segments[i].mean,
             mean_after=segments[i + 1].mean,
-            spread_before=_spread(x[bounds[i] : bounds[i + 1]]),
-            spread_after=_spread(x[bounds[i + 1] : bounds[i + 2]]),
-            shift=tuple(a - b for a, b in zip(shifts[i + 1], shifts[i], strict=True)),
+            spread_before=_spread(x[bounds[i] : bounds[i + 1]], unit),
+            spread_after=_spread(x[bounds[i + 1] : bounds[i + 2]], unit),
+            shift=tuple(unit * (a - b) for a, b in zip(shifts[i + 1], shifts[i], strict=True)),
             effect=_effect(shifts[i], shifts[i + 1], sigma),
         )
         for i, p in enumerate(accepted)
+    )
+    spikes = _spikes(x - fitted, bounds) if robust_search else ()
+    log(
+        "change points: %d found, %d candidate(s) dropped, %.2f s",
+        len(points),
+        len(rejected) + len(dropped),
+        time.perf_counter() - started,
     )
     return ChangePoints(
         indices=tuple(p.index for p in points),
         points=points,
         segments=segments,
         rejected=tuple(
-            sorted((_with_raw_means(p, x) for p in [*rejected, *dropped]), key=lambda p: p.index)
+            sorted((_with_raw_means(p, raw) for p in [*rejected, *dropped]), key=lambda p: p.index)
         ),
         n=n,
         dims=dims,
         method=test.name,
         alpha=float(alpha),
-        min_size=min_size,
+        min_size=size,
         robust=robust,
         min_effect=float(min_effect),
         period=period,
-        outliers=outliers,
-        trend=tuple(float(v) for v in slope),
-        fitted=fitted,
+        spikes=spikes,
+        trend=tuple(unit * float(v) for v in slope),
+        fitted=fitted * unit,
+        min_relative_change=float(min_relative_change) if robust else 0.0,
+        penalty=float(penalty) if robust else 0.0,
     )
 
 
+def _negligible(
+    y: FloatArray, slope: FloatArray, accepted: list[ChangePoint], min_effect: float
+) -> bool:
+    """Whether the trend rises by less than ``min_effect`` noise σ over the whole series in
+    every column."""
+    n = y.shape[0]
+    bounds = [0, *sorted(p.index for p in accepted), n]
+    sigma = _residual_scale(y - np.outer(_ramp(n), slope), bounds)
+    rise = np.abs(slope) * n
+    return bool(np.all(rise < min_effect * np.where(sigma > 0, sigma, np.inf)))
+
+
+def _auto_min_size(n: int) -> int:
+    return max(1, min(_SMALL_MIN_SIZE, n // 4))
+
+
+def _rescaled(x: FloatArray) -> tuple[FloatArray, float]:
+    """``x`` divided by a power of two that brings its largest magnitude near 1 when that is
+    above 1e100 (squares would overflow), and that factor."""
+    top = float(np.max(np.abs(x))) if x.size else 0.0
+    if top <= 1e100:
+        return x, 1.0
+    unit = math.ldexp(1.0, math.frexp(top)[1])
+    return x / unit, unit
+
+
 _TREND_MIN_LENGTH = 20  # shorter series: too few points to tell a trend from noise
-_TREND_ROUNDS = 4  # refits of the common slope; the search settles after one or two
+_TREND_ROUNDS = 2  # refits of the common slope; the search settles after one or two
 _PRUNE_MAX = 40  # most change points of a trend model checked by backward elimination
 _LEAN_T = 1.5  # |t| of the within-segment slope that makes a trend worth trying
 _TREND_T = 3.0  # |t| of the within-segment slope above which the trend is removed
-_OUTLIER_K = 5.0  # clip points this many robust σ from the running median
 
 
 def _ramp(n: int) -> FloatArray:
@@ -783,7 +883,7 @@ def _detrend(y: FloatArray, slope: FloatArray) -> FloatArray:
 
 
 def _alternate(
-    search: _Search,
+    search: _Search | _Practical,
     y: FloatArray,
     scale: FloatArray,
     slope: FloatArray,
@@ -796,7 +896,8 @@ def _alternate(
         if np.array_equal(refit, slope):
             break
         slope = refit
-        accepted, rejected = search.run(_detrend(y, slope) / scale)
+        before = [p.index for p in accepted]
+        accepted, rejected = search.run(_detrend(y, slope) / scale, slope, before)
     return slope, accepted, rejected
 
 
@@ -863,25 +964,34 @@ def _significant_slopes(y: FloatArray, cuts: list[int]) -> FloatArray:
     return np.array([s if abs(t) > _TREND_T else 0.0 for s, t in fitted])
 
 
-def _prepare(x: FloatArray, min_size: int) -> tuple[FloatArray, int | None, int, FloatArray]:
-    """Clip outliers, then remove a cycle found in any column.
+def _without_cycle(x: FloatArray, min_size: int) -> tuple[FloatArray, int | None, FloatArray]:
+    """Remove a cycle found in any column: (series, period, the cycle removed per column).
 
-    Returns (series, period, how many values were clipped, the cycle removed per column).
+    Nothing is clipped: spikes stay in the series, where the search's symmetrising transform
+    and robust scales keep them from becoming segments (``_spikes`` reports them).
     """
-    window = 2 * min_size + 1
-    columns, clipped = [], 0
-    for j in range(x.shape[1]):
-        column, count = robust_mod.clip_outliers(x[:, j], window=window, k=_OUTLIER_K)
-        columns.append(column)
-        clipped += count
-    out = np.column_stack(columns)
     # Cycles shorter than two segments cannot create a change point on their own.
-    periods = [robust_mod.detect_period(c, min_period=2 * min_size) for c in columns]
+    periods = [
+        robust_mod.detect_period(x[:, j], min_period=2 * min_size) for j in range(x.shape[1])
+    ]
     period = max((p for p in periods if p is not None), default=None)
     if period is None:
-        return out, None, clipped, np.zeros_like(out)
-    flat = np.column_stack([robust_mod.remove_cycle(c, period)[0] for c in columns])
-    return flat, period, clipped, out - flat
+        return x, None, np.zeros_like(x)
+    flat = np.column_stack([robust_mod.remove_cycle(x[:, j], period)[0] for j in range(x.shape[1])])
+    return flat, period, x - flat
+
+
+def _spikes(resid: FloatArray, bounds: list[int]) -> tuple[int, ...]:
+    """Observations more than ``_SPIKE_K`` robust σ from the model in some column, judged after
+    the symmetrising transform so that a long right tail (latencies) is not all spikes."""
+    out = np.zeros(resid.shape[0], dtype=bool)
+    sym = _symmetrised(resid - resid.mean(axis=0))
+    for j in range(resid.shape[1]):
+        r = sym[:, j] - np.median(sym[:, j])
+        sigma = robust_mod.robust_scale(r)
+        if sigma > 0:
+            out |= np.abs(r) > _SPIKE_K * sigma
+    return tuple(int(i) for i in np.flatnonzero(out))
 
 
 def _residual_scale(level: FloatArray, bounds: list[int]) -> FloatArray:
@@ -945,8 +1055,11 @@ class _Search:
     shift_robust_phi: bool = False
     symmetrise: bool = False
 
-    def run(self, z: FloatArray) -> tuple[list[ChangePoint], list[ChangePoint]]:
-        """(accepted, rejected) candidates of ``z`` (n × dims), accepted in search order."""
+    def run(
+        self, z: FloatArray, slope: FloatArray | None = None, previous: list[int] | None = None
+    ) -> tuple[list[ChangePoint], list[ChangePoint]]:
+        """(accepted, rejected) candidates of ``z`` (n × dims), accepted in search order
+        (``slope`` and ``previous`` are unused: the paper's search has no trend)."""
         n = self.n
         shortest = max(2 * self.min_size, 3)
         accepted: list[ChangePoint] = []
@@ -998,9 +1111,279 @@ class _Search:
         return accepted, rejected
 
 
-def _spread(part: FloatArray) -> tuple[float, ...]:
-    return tuple(float(v) for v in part.std(axis=0))
+def _spread(part: FloatArray, unit: float = 1.0) -> tuple[float, ...]:
+    return tuple(unit * float(v) for v in part.std(axis=0))
 
 
 def _mean(part: FloatArray) -> tuple[float, ...]:
     return tuple(float(v) for v in part.mean(axis=0))
+
+
+@dataclass(frozen=True, slots=True)
+class _Practical:
+    """The default search: seeded candidates, then every point judged between its neighbours
+    (:mod:`perfsleuth.changepoints.kernels.seeded`)."""
+
+    test: SignificanceTest
+    alpha: float
+    min_size: int
+    alpha_spending: AlphaSpending
+    max_depth: int | None
+    n: int
+    dims: int
+    min_effect: float
+    min_relative_change: float
+    penalty: float
+    log: Callable[..., None]
+
+    def run(
+        self, level: FloatArray, slope: FloatArray | None = None, previous: list[int] | None = None
+    ) -> tuple[list[ChangePoint], list[ChangePoint]]:
+        """(kept, dropped) change points of ``level`` (n × dims, the series' units, cycle and
+        ``slope`` per observation removed); ``previous``: points of an earlier, similar search,
+        about which the noise is measured first (they only save rounds)."""
+        n, m = self.n, self.min_size
+        trend = np.zeros(self.dims) if slope is None else slope
+        centred = _centre(level)
+        sym = _symmetrised(centred)  # skewness out: T is judged on a near-Gaussian scale
+        test = dataclasses.replace(self.test, phi_estimated=False) if isinstance(
+            self.test, FPATest
+        ) else self.test  # fmt: skip
+        pl = _prefix(centred)
+        offset = level.mean(axis=0)  # centred + offset = level
+        log_n = math.log(max(n, 2))
+
+        def paper_statistic(
+            sums: tuple[FloatArray, FloatArray, FloatArray], a: int, i: int, b: int
+        ) -> tuple[float, float]:
+            """The paper's T at ``i`` on [a, b), and the segment's lag-1 autocorrelation
+            under "no change" (both from prefix sums, O(1))."""
+            ps, ps2, lag = sums
+            length = b - a
+            total = ps[b] - ps[a]
+            mean = total / length
+            whole = ps2[b] - ps2[a] - total * mean
+            left = ps[i] - ps[a]
+            right = total - left
+            within = whole - (left * left / (i - a) + right * right / (b - i) - total * mean)
+            num = (
+                lag[b - 1] - lag[a]
+                - mean * ((ps[b - 1] - ps[a]) + (ps[b] - ps[a + 1]))
+                + (length - 1) * mean * mean
+            )  # fmt: skip
+            den = np.where(whole > 0, whole, 1.0)
+            phi_null = float(np.max(np.where(whole > 0, num / den, 0.0)))
+            return _ratio(float(whole.sum()), float(within.sum())), phi_null
+
+        def judge(
+            sums: tuple[FloatArray, FloatArray, FloatArray],
+            critical_at: Callable[[int, float | None], float],
+            sigma: FloatArray,
+        ) -> Callable[[int, int, int], seeded.Judged]:
+            pz = sums[0]
+
+            def verdict(a: int, i: int, b: int) -> seeded.Judged:
+                nl, nr = i - a, b - i
+                ml, mr = (pz[i] - pz[a]) / nl, (pz[b] - pz[i]) / nr
+                delta = float((nl * nr / (nl + nr)) * ((ml - mr) ** 2).sum())
+                lev_l, lev_r = (pl[i] - pl[a]) / nl + offset, (pl[b] - pl[i]) / nr + offset
+                shift = np.abs(lev_r - lev_l)
+                effect = np.where(sigma > 0, shift / np.where(sigma > 0, sigma, 1.0), np.inf)
+                top = np.maximum(np.abs(lev_l + trend * i), np.abs(lev_r + trend * i))
+                relative = np.where(top > 0, shift / np.where(top > 0, top, 1.0), 0.0)
+                large = bool(np.any(
+                    (effect >= self.min_effect) & (relative >= self.min_relative_change)
+                    & (shift > 0)
+                ))  # fmt: skip
+                # mBIC (Zhang & Siegmund 2007): a point pays penalty · ln n, and more when it
+                # cuts off a short segment, ln(n (nl + nr) / (nl nr)).
+                cost = self.penalty * log_n + math.log(n * (b - a) / (nl * nr))
+                # the test last: it is the costly part, and most candidates fail before it
+                passes = large and delta > 0 and delta >= cost
+                if passes:
+                    t, phi_null = paper_statistic(sums, a, i, b)
+                    alpha_spent = self._level_alpha(b - a)
+                    passes = _rejects(
+                        self.test.assess(
+                            t, n=b - a, phi=phi_null, alpha=alpha_spent, dims=dims, min_size=m
+                        ),
+                        t,
+                        alpha_spent,
+                    )
+                return seeded.Judged(i, a, b, delta, passes, float(effect.max()))
+
+            return verdict
+
+        # The noise's long-run scale is first measured on the whole series, where shifts can
+        # only inflate it (a conservative start), then on the residuals about the points found,
+        # until the points settle: every point is judged against noise without the shifts.
+        points: list[int] = sorted(previous or [])
+        # rounding, not noise, below a billionth of the series' range
+        floors = [1e-9 * float(np.ptp(sym[:, j])) or 1.0 for j in range(self.dims)]
+        layer: dict[int, int] = {}
+        kept: list[seeded.Judged] = []
+        dropped: list[seeded.Judged] = []
+        for _ in range(_NOISE_ROUNDS):
+            resid = sym - _segment_means(sym, points)
+            noise = [_long_run_scale(resid[:, j], floors[j]) for j in range(self.dims)]
+            z = sym / np.array([s for _, s in noise])  # unit long-run variance
+            dims = _effective_columns(z) if self.dims > 1 else 1.0
+            critical_at = self._critical_z2(test, dims)
+            candidates = seeded.seeded_candidates(
+                z, m, _at_level(critical_at, _CANDIDATE_ALPHA), self.max_depth
+            )
+            chosen = seeded.greedy(candidates)
+            layer = {c.index: c.layer for c in chosen}
+            # prefix sums of z, z² and z_t z_{t+1}: every judgement is O(1)
+            sums = (_prefix(z), _prefix(z * z), _prefix(z[1:] * z[:-1]))
+
+            found = [c.index for c in chosen]
+            dropped = []
+            # The effect floor's noise σ comes from the finer, then the pruned fit; a survivor
+            # is then moved to the best split between its final neighbours (a seeded interval's
+            # split can be a few observations off) and the survivors judged again.
+            for _ in range(_PRUNE_ROUNDS):
+                sigma = _residual_scale(centred, [0, *found, n])
+                kept, gone = seeded.prune(found, n, judge(sums, critical_at, sigma))
+                dropped += gone
+                placed = seeded.refine(sums[0], [k.index for k in kept], m)
+                if placed == found:
+                    break
+                found = placed
+            self.log(
+                "change points: %d candidate(s), %d kept by the greedy pass, %d judged real",
+                len(candidates),
+                len(chosen),
+                len(kept),
+            )
+            if found == points:
+                break
+            points = found
+
+        def point(judged: seeded.Judged, final: bool) -> ChangePoint:
+            a, i, b = judged.start, judged.index, judged.stop
+            t, phi_null = paper_statistic(sums, a, i, b)
+            verdict = self.test.assess(
+                t,
+                n=b - a,
+                phi=phi_null,
+                alpha=self._level_alpha(b - a),
+                dims=dims,
+                min_size=m,
+            )
+            # the kept points only: their segments are disjoint, so O(n) in all
+            phi_residual = (
+                float(_residual_lag1_columns(_centre(z[a:b]), i - a).max()) if final else math.nan
+            )
+            return ChangePoint(
+                index=i,
+                statistic=t,
+                critical_value=verdict.critical_value,
+                p_value=verdict.p_value,
+                alpha=self._level_alpha(b - a),
+                phi=phi_null,
+                phi_residual=phi_residual,
+                level=layer.get(i, 0),
+                start=a,
+                stop=b,
+                mean_before=tuple(float(v) for v in (pl[i] - pl[a]) / (i - a) + offset),
+                mean_after=tuple(float(v) for v in (pl[b] - pl[i]) / (b - i) + offset),
+                strength=judged.strength,
+                effect=judged.effect,
+            )
+
+        # a point dropped in one round may be kept (or dropped again) in a later one: its
+        # last verdict counts
+        final = {j.index for j in kept}
+        last = {j.index: j for j in dropped if j.index not in final}
+        return [point(j, True) for j in kept], [point(j, False) for j in last.values()]
+
+    def _critical_z2(
+        self, test: SignificanceTest, dims: float
+    ) -> Callable[[int, float | None], float]:
+        """Critical z² of a segment of a given length, at a given level or (None) at the level
+        spent on that length."""
+        m, n = self.min_size, self.n
+        try:
+            log_grid, log_crit = _spent_table(
+                test,  # type: ignore[arg-type]  # the shipped tests are frozen dataclasses
+                dims,
+                m,
+                n,
+                self.alpha,
+                self.alpha_spending,
+            )
+        except TypeError:  # a test that cannot be a cache key: tabulate it every time
+            log_grid, log_crit = _spent_table.__wrapped__(
+                test, dims, m, n, self.alpha, self.alpha_spending
+            )
+
+        def critical(length: int, alpha: float | None) -> float:
+            if alpha is not None:
+                return _exact_z2(test, dims, m, length, alpha)
+            return math.exp(float(np.interp(math.log(length), log_grid, log_crit)))
+
+        return critical
+
+    def _level_alpha(self, length: int) -> float:
+        return self.alpha * length / self.n if self.alpha_spending == "length" else self.alpha
+
+
+def _rejects(verdict: Assessment, statistic: float, alpha: float) -> bool:
+    """p ≤ α, or T above the critical value for a test without p-values (the paper's)."""
+    if math.isnan(verdict.p_value):
+        return statistic > verdict.critical_value
+    return verdict.p_value <= alpha
+
+
+def _exact_z2(test: SignificanceTest, dims: float, m: int, length: int, alpha: float) -> float:
+    """z² above which ``test`` rejects a segment of ``length`` of independent noise."""
+    crit = test.assess(2.0, n=length, phi=0.0, alpha=alpha, dims=dims, min_size=m).critical_value
+    return (crit - 1.0) * max(length - 2, 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _spent_table(
+    test: SignificanceTest, dims: float, m: int, n: int, alpha: float, spending: str
+) -> tuple[FloatArray, FloatArray]:
+    """(log length, log critical z²) at the level spent on each length: smooth in log length,
+    so tabulated once (every length up to 32, 40 log-spaced beyond) and interpolated."""
+    shortest = max(2 * m, 3)
+    grid = np.unique(np.r_[np.arange(shortest, 33), np.geomspace(shortest, n, 40).round(), n])
+    grid = grid[(grid >= shortest) & (grid <= n)].astype(np.int64)
+    spent = [alpha * g / n if spending == "length" else alpha for g in grid]
+    crit = [_exact_z2(test, dims, m, int(g), a) for g, a in zip(grid, spent, strict=True)]
+    # (the paper's curve underflows to T_c = 1 for tiny lengths: floor it)
+    return np.log(grid), np.log(np.maximum(crit, 1e-300))
+
+
+def _at_level(
+    critical: Callable[[int, float | None], float], alpha: float
+) -> Callable[[int], float]:
+    return lambda length: critical(length, alpha)
+
+
+def _segment_means(x: FloatArray, cuts: list[int]) -> FloatArray:
+    """Each observation's segment mean (segments bounded by ``cuts``)."""
+    bounds = [0, *cuts, x.shape[0]]
+    lengths = np.diff(bounds)
+    means = np.array([x[a:b].mean(axis=0) for a, b in itertools.pairwise(bounds)])
+    out: FloatArray = np.repeat(means, lengths, axis=0)
+    return out
+
+
+def _prefix(x: FloatArray) -> FloatArray:
+    out = np.zeros((x.shape[0] + 1, x.shape[1]))
+    np.cumsum(x, axis=0, out=out[1:])
+    return out
+
+
+def _long_run_scale(x: FloatArray, floor: float) -> tuple[float, float]:
+    """(φ, long-run σ) of one column's noise: the standard deviation for a mostly flat series,
+    ``floor`` (tiny) for residuals that are exactly 0 — noise-free data, whose shifts are
+    infinitely significant (a constant column stays 0 anyway)."""
+    phi, scale = robust_mod.long_run_scale(x)
+    if scale > 0:
+        return phi, scale
+    spread = float(np.std(x))
+    return phi, spread if spread > floor else floor

@@ -37,13 +37,26 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import lsq_linear, nnls
+from scipy.stats import chi2
 from scipy.stats import f as f_dist
 
 from perfsleuth.analysis import Summary
 from perfsleuth.errors import DataError, NotEnoughDataError
 from perfsleuth.units import format_seconds
 
-__all__ = ["CostShift", "CpuModel", "IdleTest", "Step", "cost_shifts", "fit_cpu_model", "idle_test"]
+__all__ = [
+    "CostChange",
+    "CostShift",
+    "CpuModel",
+    "ExcessSource",
+    "IdleTest",
+    "Step",
+    "cost_change",
+    "cost_shifts",
+    "excess_source",
+    "fit_cpu_model",
+    "idle_test",
+]
 
 FloatArray = NDArray[np.float64]
 Selection = Literal["stepwise", "all"]
@@ -381,6 +394,184 @@ def cost_shifts(
             )
         )
     return tuple(sorted(out, key=lambda c: -c.gain))
+
+
+@dataclass(frozen=True, slots=True)
+class CostChange:
+    """One type's CPU cost per transaction before and after a boundary, with an interval.
+
+    ``before`` is its cost in one model of both periods (NaN when that model leaves the type
+    out: then no share can be given), ``shift`` the change after (CPU-seconds per
+    transaction), ``low``/``high`` the interval of ``shift`` at ``confidence``.
+    """
+
+    name: str
+    before: float
+    shift: float
+    low: float
+    high: float
+    confidence: float
+
+    @property
+    def relative(self) -> float:
+        """``shift / before`` (NaN when the cost before is unknown or 0)."""
+        return self.shift / self.before if self.before > 0 else math.nan
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes 0."""
+        return self.low > 0 or self.high < 0
+
+
+def cost_change(
+    counts: ArrayLike,
+    cpu_seconds: ArrayLike,
+    window_s: ArrayLike,
+    after: ArrayLike,
+    *,
+    names: Sequence[str],
+    changed: Sequence[str],
+    confidence: float = 0.95,
+    block: int = 10,
+    replicates: int = 200,
+    seed: int = 0,
+) -> tuple[CostChange, ...]:
+    """How much the CPU cost of the types ``changed`` moved between the windows before and
+    ``after`` (a mask), with intervals.
+
+    One model is fitted to both periods — every cost ``≥ 0`` and common to both — with one
+    extra regressor per changed type, its count after the boundary, whose coefficient (of either
+    sign) is the shift. Nothing else may differ: the shift is what the types named carry. The
+    intervals come from a moving-block bootstrap (``replicates`` resamples of blocks of
+    ``block`` consecutive windows, drawn within each period, seeded): consecutive windows share
+    their errors, and the model's misfit between mixes is counted as noise.
+    """
+    x, width = _design(counts, window_s, None)
+    y = np.array(cpu_seconds, dtype=np.float64).reshape(-1)
+    late = np.array(after, dtype=bool).reshape(-1)
+    n, p = x.shape
+    if len(y) != n or len(late) != n:
+        raise DataError(f"counts has {n} window(s); cpu_seconds {len(y)}, after {len(late)}")
+    if len(names) != p:
+        raise DataError(f"{len(names)} name(s) for {p} column(s) of counts")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    _check(x, "counts")
+    _check(y, "cpu_seconds")
+    which = [list(names).index(c) for c in changed]
+    design = np.column_stack([width, x, x[:, which] * late[:, None]])
+    col = np.sqrt(np.mean(design * design, axis=0))
+    col[col == 0] = 1.0
+    scale = float(np.mean(y)) if float(np.mean(y)) > 0 else 1.0
+    lower = np.zeros(design.shape[1])
+    lower[p + 1 :] = -np.inf
+
+    def fit(rows: NDArray[np.intp]) -> FloatArray:
+        got = lsq_linear(
+            design[rows] / col,
+            y[rows] / scale,
+            bounds=(lower, np.full(len(lower), np.inf)),
+            method="bvls",
+        )
+        coef: FloatArray = np.asarray(got.x) / col * scale
+        return coef
+
+    beta = fit(np.arange(n))
+    rng = np.random.default_rng(seed)
+    early_rows, late_rows = np.flatnonzero(~late), np.flatnonzero(late)
+    draws = np.array(
+        [
+            fit(np.concatenate([_blocks(early_rows, block, rng), _blocks(late_rows, block, rng)]))
+            for _ in range(replicates)
+        ]
+    )
+    tail = 100 * (1 - confidence) / 2
+    out = []
+    for k, j in enumerate(which):
+        shift = float(beta[p + 1 + k])
+        low, high = np.percentile(draws[:, p + 1 + k], [tail, 100 - tail])
+        base = float(beta[1 + j])
+        out.append(
+            CostChange(
+                str(names[j]), base if base > 0 else math.nan, shift, float(low), float(high),
+                confidence,
+            )
+        )  # fmt: skip
+    return tuple(out)
+
+
+def _blocks(rows: NDArray[np.intp], block: int, rng: np.random.Generator) -> NDArray[np.intp]:
+    """A moving-block bootstrap resample of ``rows`` (as long as ``rows``)."""
+    n = len(rows)
+    size = min(max(int(block), 1), n)
+    if n == 0:
+        return rows
+    starts = rng.integers(0, n - size + 1, size=math.ceil(n / size))
+    picked: NDArray[np.intp] = np.concatenate([rows[s : s + size] for s in starts])
+    return picked[:n]
+
+
+@dataclass(frozen=True, slots=True)
+class ExcessSource:
+    """What best explains the CPU a stretch of windows uses beyond a reference model.
+
+    Each candidate is one regressor fitted to the residuals (least squares through the
+    origin): ``idle`` — a constant extra (cores, like a process outside the workload); ``scale``
+    — every type costing the same share more (contention stretching all the work); and each
+    type's count — one type costing more per transaction (a change of its code). ``sse`` maps
+    each candidate (``"idle"``, ``"scale"``, or a type name) to the error left; ``noise`` is the
+    reference model's residual variance per window.
+    """
+
+    sse: dict[str, float]
+    noise: float
+
+    @property
+    def best_type(self) -> str | None:
+        """The type whose cost explains the excess best (None without types)."""
+        types = {k: v for k, v in self.sse.items() if k not in ("idle", "scale")}
+        return min(types, key=lambda k: types[k]) if types else None
+
+    def type_wins(self, level: float) -> bool:
+        """Whether :attr:`best_type` explains the excess better than both the idle and the
+        scale explanation by more than chance (the gain in units of the noise beyond the χ²
+        quantile at ``level``, one degree of freedom)."""
+        best = self.best_type
+        if best is None or not (self.noise > 0 and math.isfinite(self.noise)):
+            return False
+        other = min(self.sse["idle"], self.sse["scale"])
+        return (other - self.sse[best]) / self.noise > float(chi2.ppf(1 - level, 1))
+
+
+def excess_source(
+    counts: ArrayLike,
+    cpu_seconds: ArrayLike,
+    window_s: ArrayLike,
+    reference: ArrayLike,
+    *,
+    names: Sequence[str],
+) -> ExcessSource:
+    """Explain the CPU of the windows not in ``reference`` (a mask) beyond the model of the
+    windows in it (NNLS, every type): a constant extra, a common scale, or one type's cost
+    (see :class:`ExcessSource`)."""
+    x, width = _design(counts, window_s, None)
+    y = np.array(cpu_seconds, dtype=np.float64).reshape(-1)
+    ref = np.array(reference, dtype=bool).reshape(-1)
+    if len(y) != x.shape[0] or len(ref) != x.shape[0]:
+        raise DataError("counts, cpu_seconds and reference must have one row per window")
+    model = fit_cpu_model(x[ref], y[ref], width[ref], names=names, selection="all")
+    fitted = model.predict(x[~ref], width[~ref])
+    ok = np.isfinite(fitted)
+    residual = (y[~ref] - fitted)[ok]
+    candidates = {"idle": width[~ref][ok], "scale": fitted[ok]}
+    for j, name in enumerate(names):
+        candidates[str(name)] = x[~ref][ok, j]
+    sse = {}
+    for key, column in candidates.items():
+        norm2 = float(column @ column)
+        gain = float(column @ residual) ** 2 / norm2 if norm2 > 0 else 0.0
+        sse[key] = float(residual @ residual) - gain
+    return ExcessSource(sse, model.noise**2 if math.isfinite(model.noise) else math.nan)
 
 
 # --------------------------------------------------------------------------------------------

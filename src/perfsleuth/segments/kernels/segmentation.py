@@ -53,8 +53,16 @@ bounds; if that segment's unconstrained coefficients have a negative entry, its 
 by the NNLS cost (scipy's ``nnls`` on the factored Gram matrix) and the minimum is taken again,
 until the winner's cost is exact. Every other candidate's true cost is at least its bound, so
 the result is the exact optimum of the NNLS objective, with NNLS solved only for the few
-segments that can win. The search is O(M²) segments: the paper's entropy penalty rewards long
-segments super-linearly, which rules out PELT-style pruning.
+segments that can win.
+
+**Which segments are computed.** The paper's entropy penalty rewards long segments
+super-linearly, which rules out PELT-style pruning (a start that loses now may win later). For
+one end, though, the starts are taken from the latest back, in batches: a segment that reaches
+further back contains the shorter one, so its least-squares error is at least the shorter's,
+and once no earlier start's ``F(s) + λ·w2`` plus that error can beat the best exact cost found,
+the earlier starts are not computed. Where the model changes, segments across the change fit
+badly and the search stops soon after it: the work falls from ``M²/2`` segments towards
+``Σ (length of the current regime) · M``. In a series with no change at all it stays O(M²).
 
 Coordinates: y is divided by its mean and each column of X by its root mean square before
 anything else, so results do not depend on units (and solver tolerances mean the same thing
@@ -65,19 +73,31 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import nnls
+from scipy.stats import chi2
 
 from perfsleuth.errors import DataError, NotEnoughDataError
 
-__all__ = ["Segmentation", "penalty_for", "segment_cost", "segment_regression"]
+__all__ = [
+    "CostName",
+    "Segmentation",
+    "noise_level",
+    "penalty_for",
+    "segment_cost",
+    "segment_regression",
+]
 
 FloatArray = NDArray[np.float64]
+CostName = Literal["paper", "gaussian"]
 
-_CHUNK = 2048  # segments factorised per numpy batch: big enough to amortise, small for the cache
+_BATCH = 2048  # segments factorised per numpy batch: big enough to amortise, small for cache
+_FIRST = 128  # the latest starts, computed first for each end: they set the first bound
 _DROP = 1e-9  # a column whose residual norm² is below this share of its own is dependent
 _NEGATIVE = -1e-10  # an unconstrained coefficient below this (scaled units) calls for NNLS
 
@@ -98,11 +118,13 @@ class Segmentation:
         Per segment: the least-squares error of its best model (NNLS when ``nonnegative``), in
         the units of ``y`` squared.
     cost
-        The minimised objective ``Σ sqrt(SSE_m) + λ Σ |T_m| ln(M / |T_m|)`` (units of y).
+        The minimised objective: ``Σ sqrt(SSE_m) + λ Σ |T_m| ln(M / |T_m|)`` (units of y) with
+        the paper's cost, ``Σ SSE_m / σ² + β·(segments − 1)`` with the Gaussian one.
     penalty
-        λ, in units of y per window.
+        λ (units of y per window), or β (units of σ²).
     allowed_error
-        The ε_allow λ was derived from (NaN when λ was given directly).
+        The ε_allow λ was derived from (NaN when λ was given directly, or with the Gaussian
+        cost).
     scale
         Mean of y: what relative errors are relative to.
     nonnegative
@@ -110,6 +132,13 @@ class Segmentation:
     nnls_solves
         NNLS problems solved (segments whose unconstrained fit could win with a negative
         coefficient).
+    evaluated
+        Segments whose least-squares error was computed (at most ``M (M + 1) / 2``; fewer where
+        the bounds of the module docstring ruled starts out).
+    kind
+        The cost: ``"paper"`` or ``"gaussian"``.
+    noise
+        σ of the Gaussian cost (units of y; NaN with the paper's).
     """
 
     indices: tuple[int, ...]
@@ -123,6 +152,9 @@ class Segmentation:
     n_windows: int
     nonnegative: bool
     nnls_solves: int
+    evaluated: int = 0
+    kind: CostName = "paper"
+    noise: float = math.nan
 
     @property
     def n_segments(self) -> int:
@@ -155,8 +187,10 @@ def segment_regression(
     design: ArrayLike,
     response: ArrayLike,
     *,
+    cost: CostName = "paper",
     allowed_error: float = 0.05,
     penalty: float | None = None,
+    noise: float | None = None,
     min_size: int = 1,
     nonnegative: bool = True,
 ) -> Segmentation:
@@ -170,10 +204,19 @@ def segment_regression(
         overhead C0) and the per-type transaction counts.
     response
         (M,) the regressand, e.g. CPU-seconds used per window; its mean must be positive.
+    cost
+        ``"paper"``: ``Σ sqrt(SSE_m) + λ·w2_m`` (the paper's, λ from ``allowed_error``);
+        ``"gaussian"``: ``Σ SSE_m / σ² + β`` per segment (see the module docstring).
     allowed_error
-        ε_allow: the allowed average error as a share of the mean response; sets λ.
+        Paper's cost: ε_allow, the allowed average error as a share of the mean response; sets
+        λ.
     penalty
-        λ directly (units of the response per window); overrides ``allowed_error``.
+        Paper's cost: λ directly (units of the response per window), overriding
+        ``allowed_error``. Gaussian cost: β, the price of a segment in units of σ² (default
+        ``(p + 1)·ln M``).
+    noise
+        Gaussian cost: σ, the noise of one window (units of the response); default
+        :func:`noise_level`.
     min_size
         Fewest windows per segment (default 1, as in the paper).
     nonnegative
@@ -191,7 +234,9 @@ def segment_regression(
         Fewer windows than ``min_size``.
     """
     x, y = _validated(design, response)
-    m = x.shape[0]
+    m, p = x.shape
+    if cost not in ("paper", "gaussian"):
+        raise ValueError(f"cost must be 'paper' or 'gaussian', got {cost!r}")
     if min_size < 1:
         raise ValueError(f"min_size must be at least 1, got {min_size}")
     if m < min_size:
@@ -199,36 +244,31 @@ def segment_regression(
     scale = float(np.mean(y))
     if not scale > 0:
         raise DataError(f"the response must have a positive mean to segment, got {scale}")
-    if penalty is None:
-        lam = penalty_for(allowed_error, m, scale)
-        eps = float(allowed_error)
-    else:
-        if not (penalty >= 0 and math.isfinite(penalty)):
-            raise ValueError(f"penalty must be a finite number >= 0, got {penalty}")
-        lam, eps = float(penalty), math.nan
-
+    if penalty is not None and not (penalty >= 0 and math.isfinite(penalty)):
+        raise ValueError(f"penalty must be a finite number >= 0, got {penalty}")
     cols = np.sqrt(np.mean(x * x, axis=0))
     cols[cols == 0] = 1.0
     z = np.column_stack([x / cols, y / scale])
     prefix = _prefix_gram(z)
     packed = _packed(prefix)
-    lam_s = lam / scale
-    f = np.full(m + 1, np.inf)
-    f[0] = 0.0
-    back = np.zeros(m + 1, dtype=np.int64)
-    best_sse = np.zeros(m + 1)
-    solves = 0
-    for end in range(min_size, m + 1):
-        last = end - min_size  # latest start allowed
-        sse = _sse_row(packed, end, last + 1)
-        n = end - np.arange(last + 1, dtype=np.float64)
-        base = f[: last + 1] + lam_s * n * np.log(m / n)
-        total = base + np.sqrt(sse)
-        start, solved = _exact_minimum(prefix, end, base, total, sse, nonnegative)
-        solves += solved
-        f[end] = total[start]
-        back[end] = start
-        best_sse[end] = sse[start]
+    sigma, eps = math.nan, math.nan
+    if cost == "paper":
+        if penalty is None:
+            lam = penalty_for(allowed_error, m, scale)
+            eps = float(allowed_error)
+        else:
+            lam = float(penalty)
+        search = _search_paper(prefix, packed, m, min_size, lam / scale, nonnegative)
+    else:
+        if noise is None:
+            sigma = _noise(packed, m, p)
+        elif noise > 0 and math.isfinite(noise):
+            sigma = float(noise) / scale
+        else:
+            raise ValueError(f"noise must be a positive number, got {noise}")
+        lam = (p + 1) * math.log(max(m, 2)) if penalty is None else float(penalty)
+        search = _search_gaussian(prefix, packed, m, min_size, lam, sigma, nonnegative)
+    f_m, back, best_sse, solves, evaluated = search
 
     starts, stops, sses = [], [], []
     end = m
@@ -246,14 +286,37 @@ def segment_regression(
         starts=tuple(starts),
         stops=tuple(stops),
         sse=tuple(sses),
-        cost=float(f[m]) * scale,
+        cost=f_m * scale if cost == "paper" else f_m,
         penalty=lam,
         allowed_error=eps,
         scale=scale,
         n_windows=m,
         nonnegative=nonnegative,
         nnls_solves=solves,
+        evaluated=evaluated,
+        kind=cost,
+        noise=sigma * scale,
     )
+
+
+def noise_level(design: ArrayLike, response: ArrayLike) -> float:
+    """σ, the noise of one window around a locally fitted regression, robustly.
+
+    The windows are cut into blocks of ``max(3p, 12)`` (p columns); each block gets its own
+    least-squares fit, and σ² is the median of the blocks' ``SSE / (n − p)``, scaled by the
+    median of the χ² distribution with ``n − p`` degrees of freedom so that it estimates the
+    variance. Blocks that hold a change of model, or an anomaly, fit badly and fall in the
+    upper half: the median does not see them while they are fewer than half.
+    """
+    x, y = _validated(design, response)
+    m, p = x.shape
+    scale = float(np.mean(y))
+    if not scale > 0:
+        raise DataError(f"the response must have a positive mean, got {scale}")
+    cols = np.sqrt(np.mean(x * x, axis=0))
+    cols[cols == 0] = 1.0
+    packed = _packed(_prefix_gram(np.column_stack([x / cols, y / scale])))
+    return _noise(packed, m, p) * scale
 
 
 def segment_cost(
@@ -263,8 +326,12 @@ def segment_cost(
     *,
     penalty: float,
     nonnegative: bool = True,
+    cost: CostName = "paper",
+    noise: float = 1.0,
 ) -> float:
-    """The objective ``W(T)`` of a given segmentation (for checks and comparisons).
+    """The objective of a given segmentation (for checks and comparisons): the paper's
+    ``W(T)`` with λ = ``penalty``, or ``Σ SSE_m / σ² + β·(segments − 1)`` with β = ``penalty``
+    and σ = ``noise``.
 
     ``indices`` are first windows of new segments, as in :class:`Segmentation`. Each
     segment is fitted directly (NNLS or least squares on its rows), not from prefix sums.
@@ -274,7 +341,7 @@ def segment_cost(
     cuts = [0, *sorted(int(b) for b in np.asarray(indices).reshape(-1)), m]
     if any(b <= a for a, b in itertools.pairwise(cuts)) or cuts[-1] != m:
         raise ValueError(f"indices must be increasing and inside 1..{m - 1}")
-    total = 0.0
+    total = -penalty if cost == "gaussian" else 0.0
     for a, b in itertools.pairwise(cuts):
         xs, ys = x[a:b], y[a:b]
         if nonnegative:
@@ -284,13 +351,146 @@ def segment_cost(
             beta = np.linalg.lstsq(xs, ys, rcond=None)[0]
             err = float(np.linalg.norm(ys - xs @ beta))
         n = b - a
-        total += err + penalty * n * math.log(m / n)
+        if cost == "gaussian":
+            total += (err / noise) ** 2 + penalty
+        else:
+            total += err + penalty * n * math.log(m / n)
     return total
 
 
 # --------------------------------------------------------------------------------------------
 # Internals
 # --------------------------------------------------------------------------------------------
+
+
+SearchResult = tuple[float, NDArray[np.int64], FloatArray, int, int]
+"""The minimised objective (scaled), back-pointers, each end's chosen SSE, NNLS solves and
+segments evaluated."""
+
+
+def _search_paper(
+    prefix: FloatArray,
+    packed: tuple[FloatArray, list[int]],
+    m: int,
+    min_size: int,
+    lam: float,
+    nonnegative: bool,
+) -> SearchResult:
+    """The dynamic programme of the paper's cost, with the bounds of "Which segments"."""
+    f = np.full(m + 1, np.inf)
+    f[0] = 0.0
+    back = np.zeros(m + 1, dtype=np.int64)
+    best_sse = np.zeros(m + 1)
+    solves = evaluated = 0
+    # Per start, a lower bound of the (scaled) SSE of any segment from it that ends later: the
+    # SSE of the longest segment from it computed so far (adding windows never lowers it).
+    known = np.zeros(m + 1)
+    for end in range(min_size, m + 1):
+        last = end - min_size  # latest start allowed
+        n = end - np.arange(last + 1, dtype=np.float64)
+        base = f[: last + 1] + lam * n * np.log(m / n)
+        sse = np.full(last + 1, np.inf)
+        total = np.full(last + 1, np.inf)
+        exact = np.zeros(last + 1, dtype=bool)
+        done = np.zeros(last + 1, dtype=bool)
+        todo = np.arange(max(0, last + 1 - _FIRST), last + 1)  # the latest starts first
+        start = last
+        while len(todo):
+            values = _sse_at(packed, end, todo)
+            sse[todo] = values
+            known[todo] = values
+            total[todo] = base[todo] + np.sqrt(values)
+            done[todo] = True
+            evaluated += len(todo)
+            start, solved = _exact_minimum(
+                prefix, end, total, sse, exact, nonnegative, lambda v, _: np.sqrt(v)
+            )
+            solves += solved
+            # What any start not yet computed costs at least: its base plus the error of the
+            # longest segment computed from it earlier, or of a computed segment it contains.
+            inner = np.maximum.accumulate(np.where(done, sse, 0.0)[::-1])[::-1]
+            contained = np.append(inner[1:], 0.0)
+            bound = base + np.sqrt(np.maximum(known[: last + 1], contained))
+            todo = np.flatnonzero(~done & (bound < total[start]))
+            if len(todo) > _BATCH:
+                todo = todo[np.argsort(bound[todo], kind="stable")[:_BATCH]]
+        f[end] = total[start]
+        back[end] = start
+        best_sse[end] = sse[start]
+    return float(f[m]), back, best_sse, solves, evaluated
+
+
+def _search_gaussian(
+    prefix: FloatArray,
+    packed: tuple[FloatArray, list[int]],
+    m: int,
+    min_size: int,
+    beta: float,
+    sigma: float,
+    nonnegative: bool,
+) -> SearchResult:
+    """Optimal partitioning of ``Σ n_m·ln(max(SSE_m / n_m, σ²/4)) + β`` with PELT's pruning
+    (Killick et al. 2012).
+
+    ``n·ln(SSE/n)`` is a segment's Gaussian −2 log-likelihood with its own variance (constants
+    dropped): a stretch noisier than the rest (a hog that draws a random share of the CPU)
+    stays one segment instead of being chopped into pieces, each fitted to its own noise. The
+    variance may not go below a quarter of the typical one (``σ``), so that a short segment
+    fitted almost exactly is no bargain. The cost is additive and superadditive (the best model
+    of two stretches together fits no better than each its own), so a start whose best cost to
+    ``end`` already exceeds ``F(end)`` can never begin the last segment of a later optimum: it
+    is dropped — from ``end + min_size`` on, as a segment from ``end`` shorter than
+    ``min_size`` is no alternative before that. The lower bounds (least squares for NNLS) keep
+    the pruning safe.
+    """
+    floor = max(sigma * sigma / 4.0, 1e-300)
+    f = np.full(m + 1, np.inf)
+    f[0] = -beta
+    back = np.zeros(m + 1, dtype=np.int64)
+    best_sse = np.zeros(m + 1)
+    alive = np.zeros(m + 1, dtype=bool)  # a start still in the running
+    alive[0] = True
+    dead_at = np.full(m + 1, m + 1, dtype=np.int64)  # the end from which a start is dropped
+    solves = evaluated = 0
+    for end in range(min_size, m + 1):
+
+        def priced(sse: FloatArray, starts: NDArray[np.intp], end: int = end) -> FloatArray:
+            n = (end - starts).astype(np.float64)
+            out: FloatArray = n * np.log(np.maximum(sse / n, floor))
+            return out
+
+        starts = np.flatnonzero(alive[: end - min_size + 1] & (dead_at[: end - min_size + 1] > end))
+        values = _sse_at(packed, end, starts)
+        evaluated += len(starts)
+        sse = np.full(end - min_size + 1, np.inf)
+        total = np.full(end - min_size + 1, np.inf)
+        sse[starts] = values
+        total[starts] = f[starts] + priced(values, starts) + beta
+        exact = np.zeros(len(total), dtype=bool)
+        start, solved = _exact_minimum(prefix, end, total, sse, exact, nonnegative, priced)
+        solves += solved
+        f[end] = total[start]
+        back[end] = start
+        best_sse[end] = sse[start]
+        prune = starts[f[starts] + priced(values, starts) >= f[end]]
+        dead_at[prune] = np.minimum(dead_at[prune], end + min_size)
+        alive[end] = True
+    return float(f[m]), back, best_sse, solves, evaluated
+
+
+def _noise(packed: tuple[FloatArray, list[int]], m: int, p: int) -> float:
+    """:func:`noise_level` in scaled units, from the prefix table."""
+    block = max(3 * p, 12)
+    edges = np.arange(0, m - block + 1, block)
+    if len(edges) == 0:
+        edges = np.array([0])
+        block = m
+    dof = block - p
+    if dof < 1:
+        raise NotEnoughDataError(f"{m} window(s): too few to estimate the noise of {p} columns")
+    sse = np.array([_sse_at(packed, int(a) + block, np.array([a]))[0] for a in edges])
+    var = float(np.median(sse)) / float(chi2.median(dof))
+    return math.sqrt(max(var, 0.0))
 
 
 def _validated(design: ArrayLike, response: ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -334,15 +534,14 @@ def _packed(prefix: FloatArray) -> tuple[FloatArray, list[int]]:
     return np.ascontiguousarray(np.concatenate(rows, axis=0)), offsets
 
 
-def _sse_row(packed: tuple[FloatArray, list[int]], end: int, count: int) -> FloatArray:
-    """Unconstrained SSE of the segments ``[s, end)`` for ``s = 0 .. count − 1`` (scaled)."""
+def _sse_at(packed: tuple[FloatArray, list[int]], end: int, starts: NDArray[np.intp]) -> FloatArray:
+    """Unconstrained SSE of the segments ``[s, end)`` for each ``s`` in ``starts`` (scaled)."""
     table, offsets = packed
-    out = np.empty(count)
-    for lo in range(0, count, _CHUNK):
-        hi = min(count, lo + _CHUNK)
-        gram = table[:, end, None] - table[:, lo:hi]
-        out[lo:hi] = _last_pivot(gram, offsets)
-    return out
+    if starts[-1] - starts[0] + 1 == len(starts):  # a run of starts: a view, no gather
+        block = table[:, starts[0] : starts[-1] + 1]
+    else:
+        block = table[:, starts]
+    return _last_pivot(table[:, end, None] - block, offsets)
 
 
 def _last_pivot(gram: FloatArray, offsets: list[int]) -> FloatArray:
@@ -373,19 +572,21 @@ def _last_pivot(gram: FloatArray, offsets: list[int]) -> FloatArray:
 def _exact_minimum(
     prefix: FloatArray,
     end: int,
-    base: FloatArray,
     total: FloatArray,
     sse: FloatArray,
+    exact: NDArray[np.bool_],
     nonnegative: bool,
+    price: Callable[[FloatArray, NDArray[np.intp]], FloatArray],
 ) -> tuple[int, int]:
-    """The start minimising ``total`` once its cost is exact; updates ``total`` and ``sse``.
+    """The start minimising ``total`` once its cost is exact; updates ``total``, ``sse`` and
+    ``exact`` (the starts whose cost is known to be exact). ``price`` turns an SSE into the
+    part of ``total`` it makes.
 
     With ``nonnegative``, a winner whose unconstrained fit has a negative coefficient gets its
     NNLS cost instead and the minimum is taken again (lazy evaluation, see module docstring).
     """
     if not nonnegative:
         return int(np.argmin(total)), 0
-    exact = np.zeros(len(total), dtype=bool)
     solves = 0
     while True:
         start = int(np.argmin(total))
@@ -398,8 +599,10 @@ def _exact_minimum(
             return start, solves
         solves += 1
         if constrained > sse[start]:
+            at = np.array([start])
+            old, new = price(sse[start : start + 1], at), price(np.array([constrained]), at)
+            total[start] += float(new[0] - old[0])
             sse[start] = constrained
-            total[start] = base[start] + math.sqrt(constrained)
 
 
 def _nnls_sse(gram: FloatArray) -> float | None:

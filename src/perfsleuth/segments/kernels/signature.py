@@ -16,6 +16,25 @@ of service times gets the distribution-free interval of the Hodges–Lehmann shi
 dividing one median's interval by the other's, which matters with the dozen windows a short
 period has. Both treat windows as independent; consecutive windows are somewhat correlated, so
 the intervals are a little optimistic, which the ``min_change`` floor offsets.
+
+**On a shared machine** ``1 − U`` does not remove queueing: other processes take the CPU and
+every type is stretched by the same contention. :func:`service_index`, :func:`compare_service`
+and :func:`service_break` therefore take the common conditions of each window out with the
+types themselves: the mean latency of type i in window t is ``R_it = b_t·S_i`` — the type's
+service time stretched by a factor ``b_t`` every type shares that window (its share of the CPU,
+the queue). Fitted over a period (weighted least squares, weights: transactions; normalised to
+a mean stretch of 1), ``S_i`` is the type's service time under the period's typical
+conditions, whatever U is.
+
+Comparing periods, each window of either period is fitted by the *other* types (with the
+earlier period's ``S``), and a type's implied service time there, ``R_it / b_t``, is read
+off. A type's service time also depends on the mix it runs with (updates wait for each other's
+locks when many run together): within the earlier period the implied values of each type are
+regressed on the windows' mix (the share of each type) and only what the mix does not explain
+is compared. A change of code moves one type away from the others in every mix; load,
+contention and a hog move them together and cancel; a change of mix is explained. The
+uncertainty comes from block means (``block`` consecutive windows pooled, so slow drifts count
+as noise, not as signal): a Welch interval of the difference.
 """
 
 from __future__ import annotations
@@ -27,10 +46,22 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import binom, norm
+from scipy.stats import t as t_dist
 
 from perfsleuth.errors import DataError
 
-__all__ = ["Signature", "SignatureChange", "application_signature", "compare_signatures"]
+__all__ = [
+    "ServiceStep",
+    "Signature",
+    "SignatureChange",
+    "application_signature",
+    "compare_service",
+    "compare_signatures",
+    "service_break",
+    "service_index",
+    "service_scan",
+    "service_steps",
+]
 
 FloatArray = NDArray[np.float64]
 
@@ -70,6 +101,9 @@ class SignatureChange:
     ratio_high: float
     common: float
     changed: bool
+    score: float = math.nan
+    """How far the change stands out of its uncertainty (a t statistic; NaN for the paper's
+    signature, whose intervals are order statistics)."""
 
     @property
     def change(self) -> float:
@@ -208,3 +242,500 @@ def _rank(n: int, confidence: float) -> int:
     # [x_(k+1), x_(n−k)] (1-based) covers the median with probability ≥ confidence. k = −1
     # (too few windows) falls back to the sample range.
     return max(min(k, (n - 1) // 2), 0)
+
+
+def service_index(
+    latency: ArrayLike,
+    counts: ArrayLike,
+    *,
+    names: Sequence[str],
+    confidence: float = 0.95,
+    block: int = 10,
+) -> Signature:
+    """The signature of one period with the windows' common stretch taken out.
+
+    Fits ``R_it = b_t·S_i`` (see the module docstring) by alternating weighted least squares,
+    normalised to a mean stretch of 1: ``S_i`` is the type's latency under the period's typical
+    conditions. The interval of each ``S_i`` is a t interval of its per-window values
+    ``R_it / b_t`` pooled in blocks of ``block`` windows.
+
+    Parameters
+    ----------
+    latency
+        (windows × types) mean latency (s); NaN where the type had no transactions.
+    counts
+        (windows × types) transactions, the weights.
+    names
+        Type names, in column order.
+    confidence
+        Level of the intervals.
+    block
+        Consecutive windows per block.
+    """
+    r, w = _latency_counts(latency, counts, names)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    service = _fit_index(r, w)
+    implied = _implied(r, w, service)
+    k = r.shape[1]
+    median, low, high = np.full(k, np.nan), np.full(k, np.nan), np.full(k, np.nan)
+    seen = (w > 0).sum(axis=0).astype(np.int64)
+    for j in range(k):
+        mean, se, dof = _block_mean(implied[:, j], w[:, j], block)
+        if not math.isfinite(mean):
+            continue
+        median[j] = mean
+        half = float(t_dist.ppf(0.5 + confidence / 2, dof)) * se if dof > 0 else math.inf
+        low[j], high[j] = mean - half, mean + half
+    return Signature(tuple(names), median, low, high, seen, confidence)
+
+
+def compare_service(
+    latency: ArrayLike,
+    counts: ArrayLike,
+    before: ArrayLike,
+    after: ArrayLike,
+    *,
+    names: Sequence[str],
+    min_change: float = 0.1,
+    confidence: float = 0.95,
+    block: int = 10,
+) -> tuple[SignatureChange, ...]:
+    """Each type seen in both periods: its service time before and after with the common
+    stretch of every window and the effect of the mix taken out (see the module docstring),
+    and whether it changed.
+
+    ``before`` and ``after`` are the row indices of the two periods (each in time order).
+    ``changed`` when the Welch interval of the difference (block means of ``block`` windows)
+    excludes 0 and the ratio after/before differs from 1 by at least ``min_change``; ``score``
+    is the difference's t statistic and ``common`` is 1 (the common slow-down is out already).
+    """
+    r, w = _latency_counts(latency, counts, names)
+    rows_b = np.asarray(before, dtype=np.intp).reshape(-1)
+    rows_a = np.asarray(after, dtype=np.intp).reshape(-1)
+    if min_change < 0:
+        raise ValueError(f"min_change must be >= 0, got {min_change}")
+    service = _fit_index(r[rows_b], w[rows_b])
+    both = np.concatenate([rows_b, rows_a])
+    implied = _implied(r[both], w[both], service, leave_out=True)
+    early = np.arange(len(both)) < len(rows_b)
+    out = []
+    for j, name in enumerate(names):
+        level = _weighted_mean(implied[early, j], w[rows_b, j])
+        if not (math.isfinite(level) and level > 0):
+            continue
+        residual = implied[:, j] - _mix_effect(implied[:, j], w[both], early, j)
+        mean_b, se_b, dof_b = _block_mean(residual[early], w[rows_b, j], block)
+        mean_a, se_a, dof_a = _block_mean(residual[~early], w[rows_a, j], block)
+        if not (math.isfinite(mean_b) and math.isfinite(mean_a)):
+            continue
+        diff = mean_a - mean_b
+        se = math.hypot(se_b, se_a)
+        dof = _welch_dof(se_b, dof_b, se_a, dof_a)
+        quantile = float(t_dist.ppf(0.5 + confidence / 2, dof)) if dof > 0 else math.inf
+        half = quantile * se
+        score = diff / se if se > 0 else (math.copysign(math.inf, diff) if diff else 0.0)
+        ratio = (level + diff) / level
+        low, high = (level + diff - half) / level, (level + diff + half) / level
+        changed = bool(abs(score) >= quantile and abs(ratio - 1.0) >= min_change)
+        out.append(
+            SignatureChange(name, level, level + diff, ratio, low, high, 1.0, changed, score)
+        )
+    return tuple(out)
+
+
+def service_break(
+    latency: ArrayLike,
+    counts: ArrayLike,
+    before: ArrayLike,
+    after: ArrayLike,
+    span: ArrayLike,
+    *,
+    names: Sequence[str],
+    changed: str,
+    least: int = 2,
+) -> int:
+    """Where, in the consecutive windows ``span``, the service time of ``changed`` moved.
+
+    ``S`` comes from the windows ``before``; every window of ``before``, ``span`` and ``after``
+    is fitted by the other types and the changed type's implied service time read off (see
+    the module docstring). For each split of ``span`` (at least ``least`` windows from either
+    end), one weighted least-squares model of those values — a constant, the windows' mix, and
+    a step from the split on (every window of ``after`` past it, of ``before`` short of it) —
+    is fitted; the split whose model fits best is returned, as an offset into ``span`` (ties:
+    the earliest). The mix is fitted on both sides, so that a change of mix at the change of
+    code is not mistaken for it.
+    """
+    r, w = _latency_counts(latency, counts, names)
+    rows_b = np.asarray(before, dtype=np.intp).reshape(-1)
+    rows_a = np.asarray(after, dtype=np.intp).reshape(-1)
+    rows = np.asarray(span, dtype=np.intp).reshape(-1)
+    j = list(names).index(changed)
+    n = len(rows)
+    if n < 2 * least:
+        return n // 2
+    service = _fit_index(r[rows_b], w[rows_b])
+    inside = np.isin(rows_b, rows, invert=True), np.isin(rows_a, rows, invert=True)
+    fixed_b, fixed_a = rows_b[inside[0]], rows_a[inside[1]]
+    every = np.concatenate([fixed_b, rows, fixed_a])
+    implied = _implied(r[every], w[every], service, leave_out=True)[:, j]
+    weight = np.where(np.isfinite(implied) & (w[every, j] > 0), w[every, j], 0.0)
+    value = np.where(weight > 0, implied, 0.0)
+    total = w[every].sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(total[:, None] > 0, w[every] / total[:, None], 0.0)
+    design = np.column_stack([np.ones(len(every)), share[:, :-1], np.zeros(len(every))])
+    design[len(fixed_b) + n :, -1] = 1.0  # windows of ``after`` beyond the span
+    root = np.sqrt(weight)
+    best, best_sse = n // 2, math.inf
+    for x in range(least, n - least + 1):
+        design[len(fixed_b) : len(fixed_b) + n, -1] = np.arange(n) >= x
+        coef, *_ = np.linalg.lstsq(design * root[:, None], value * root, rcond=None)
+        residual = (value - design @ coef) * root
+        sse = float(residual @ residual)
+        if sse < best_sse - 1e-12 * max(best_sse, 1.0):
+            best, best_sse = x, sse
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceStep:
+    """A lasting change of one type's service time, found by :func:`service_steps`.
+
+    ``index`` is the row (of the rows searched) of the first window after the change;
+    ``before``/``after`` the type's service time on either side (net of the mix, seconds);
+    ``score`` the change's t statistic over blocks of windows, ``dof`` its degrees of freedom.
+    """
+
+    name: str
+    index: int
+    before: float
+    after: float
+    score: float
+    dof: int
+
+    @property
+    def ratio(self) -> float:
+        return self.after / self.before if self.before > 0 else math.nan
+
+
+def service_steps(
+    latency: ArrayLike,
+    counts: ArrayLike,
+    rows: ArrayLike,
+    *,
+    names: Sequence[str],
+    block: int = 10,
+    least: int = 5,
+    min_change: float = 0.1,
+    alpha: float = 0.05,
+) -> tuple[ServiceStep, ...]:
+    """Lasting changes of a type's service time in the windows ``rows`` (time order), by
+    binary segmentation: where does one type's service time, with the common stretch of each
+    window and the effect of the mix taken out (see the module docstring), step to another
+    level and stay there?
+
+    For each type, the split with the least weighted squared error of one model — a constant,
+    the mix (the share of each type), and a step from the split on — is found exactly
+    (:func:`_best_step`, all splits at once). The step counts when, refitted on block means
+    (``block`` consecutive windows, so that slow drifts count as noise), its t statistic is
+    beyond the normal quantile at ``alpha`` shared over the types (Bonferroni), the level
+    moves by at least ``min_change``, and it **lasts**: the later half of the windows after it
+    is still moved at least half as far (a hog or a burst of contention slows some types more
+    than others, then lets go). Of the types whose step counts, the most certain one splits
+    the windows, and each side is searched again (at least ``least`` windows a side).
+    """
+    r, w = _latency_counts(latency, counts, names)
+    order = np.asarray(rows, dtype=np.intp).reshape(-1)
+    k = r.shape[1]
+    bar = float(norm.ppf(1 - alpha / (2 * max(k, 1))))
+    found: list[ServiceStep] = []
+    pending = [order]
+    while pending:
+        part = pending.pop()
+        if len(part) < 2 * least:
+            continue
+        service = _fit_index(r[part], w[part])
+        implied = _implied(r[part], w[part], service, leave_out=True)
+        total = w[part].sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(total[:, None] > 0, w[part] / total[:, None], 0.0)
+        covariates = np.column_stack([np.ones(len(part)), share[:, :-1]])
+        best: ServiceStep | None = None
+        for j, name in enumerate(names):
+            weight = np.where(np.isfinite(implied[:, j]) & (w[part, j] > 0), w[part, j], 0.0)
+            if (weight > 0).sum() < 2 * least:
+                continue
+            value = np.where(weight > 0, implied[:, j], 0.0)
+            x = _best_step(value, weight, covariates, least)
+            step = _step_test(value, weight, covariates, x, block)
+            if step is None:
+                continue
+            before, after, score, dof, lasting = step
+            moved = after / before - 1.0 if before > 0 else math.nan
+            if not (abs(score) >= bar and abs(moved) >= min_change and lasting):
+                continue
+            if best is None or abs(score) > abs(best.score):
+                best = ServiceStep(str(name), int(part[x]), before, after, score, dof)
+        if best is not None:
+            found.append(best)
+            at = int(np.searchsorted(part, best.index))
+            pending += [part[:at], part[at:]]
+    return tuple(sorted(found, key=lambda step: step.index))
+
+
+def _best_step(value: FloatArray, weight: FloatArray, covariates: FloatArray, least: int) -> int:
+    """The split ``x`` (``least ≤ x ≤ n − least``) minimising the weighted squared error of
+    ``value ~ covariates + [t ≥ x]``, all splits at once: with ``e`` the residual of ``value``
+    on the covariates, the step's gain is ``(Σ_{t≥x} w e)² / (Σ_{t≥x} w − c_xᵀ G⁻¹ c_x)`` with
+    ``c_x = Σ_{t≥x} w z_t`` and ``G = Σ w z zᵀ`` (Frisch–Waugh–Lovell)."""
+    n = len(value)
+    z = covariates
+    gram = (z * weight[:, None]).T @ z
+    gram += 1e-9 * np.trace(gram) / len(gram) * np.eye(len(gram))
+    inverse = np.linalg.pinv(gram)
+    coef = inverse @ ((z * weight[:, None]).T @ value)
+    residual = value - z @ coef
+
+    def suffix(a: FloatArray) -> FloatArray:
+        out: FloatArray = np.cumsum(a[::-1], axis=0)[::-1]
+        return out
+
+    top = suffix(weight * residual)
+    mass = suffix(weight)
+    c = suffix(z * weight[:, None])
+    spread = mass - np.einsum("ti,ij,tj->t", c, inverse, c)
+    x = np.arange(least, n - least + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = np.where(spread[x] > 1e-12 * mass[0], top[x] ** 2 / spread[x], 0.0)
+    return int(x[int(np.argmax(gain))]) if len(x) else n // 2
+
+
+def _step_test(
+    value: FloatArray, weight: FloatArray, covariates: FloatArray, x: int, block: int
+) -> tuple[float, float, float, int, bool] | None:
+    """The step at ``x`` refitted on block means: (level before, level after, t of the step,
+    degrees of freedom, whether the later half of the windows after it keeps at least half
+    the step). None when there are too few blocks to tell."""
+    n = len(value)
+    step = (np.arange(n) >= x).astype(np.float64)
+    late = (np.arange(n) >= x + (n - x) // 2).astype(np.float64)
+    design = np.column_stack([covariates, step, late])
+    size = max(int(block), 1)
+    rows, masses = [], []
+    for a in range(0, n, size):
+        cut = slice(a, min(a + size, n))
+        mass = float(weight[cut].sum())
+        if mass <= 0:
+            continue
+        rows.append(np.concatenate([weight[cut] @ design[cut], [weight[cut] @ value[cut]]]) / mass)
+        masses.append(mass)
+    if len(rows) <= design.shape[1] + 1:
+        return None
+    table, mass_arr = np.array(rows), np.array(masses)
+    xb, yb = table[:, :-1], table[:, -1]
+    root = np.sqrt(mass_arr / mass_arr.mean())
+    coef, *_ = np.linalg.lstsq(xb * root[:, None], yb * root, rcond=None)
+    residual = (yb - xb @ coef) * root
+    dof = len(yb) - np.linalg.matrix_rank(xb)
+    if dof <= 0:
+        return None
+    sigma2 = float(residual @ residual) / dof
+    cov = sigma2 * np.linalg.pinv((xb * root[:, None]).T @ (xb * root[:, None]))
+    first, second = coef[-2], coef[-1]
+    se = math.sqrt(max(float(cov[-2, -2]), 0.0))
+    # the level before: the fitted value at the before-windows' mean mix
+    before = float(np.average(design[:x, :-2] @ coef[:-2], weights=np.maximum(weight[:x], 1e-300)))
+    lasting = (first + second) * first > 0 and abs(first + second) >= 0.5 * abs(first)
+    score = first / se if se > 0 else math.copysign(math.inf, first)
+    return before, before + float(first), float(score), int(dof), bool(lasting)
+
+
+def service_scan(
+    latency: ArrayLike,
+    counts: ArrayLike,
+    rows: ArrayLike,
+    *,
+    names: Sequence[str],
+    block: int = 10,
+    least: int = 5,
+) -> list[tuple[int, str, float]]:
+    """Every split of the windows ``rows`` (time order) at a block edge, for every type: how
+    far the type's service time, with the common stretch of each window and the mix taken out
+    (one fit over all the rows), moved across it — a Welch t of the block means before and
+    after. Sorted by ``|t|``, largest first: ``(split offset into rows, type, t)``. A quick
+    survey of where to look; :func:`compare_service` judges a split properly."""
+    r, w = _latency_counts(latency, counts, names)
+    part = np.asarray(rows, dtype=np.intp).reshape(-1)
+    n = len(part)
+    size = max(int(block), 1)
+    edges = np.arange(0, n + size, size)
+    edges[-1] = n
+    edges = np.unique(np.minimum(edges, n))
+    if len(edges) < 4:
+        return []
+    service = _fit_index(r[part], w[part])
+    implied = _implied(r[part], w[part], service, leave_out=True)
+    everywhere = np.ones(n, dtype=bool)
+    out = []
+    for j, name in enumerate(names):
+        values = implied[:, j] - _mix_effect(implied[:, j], w[part], everywhere, j)
+        weight = np.where(np.isfinite(values) & (w[part, j] > 0), w[part, j], 0.0)
+        values = np.where(weight > 0, values, 0.0)
+        mass = np.add.reduceat(weight, edges[:-1])
+        total = np.add.reduceat(weight * values, edges[:-1])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            means = np.where(mass > 0, total / mass, np.nan)
+        used = np.isfinite(means)
+        for b in range(2, len(means) - 1):
+            x = int(edges[b])
+            if x < least or n - x < least:
+                continue
+            early, late = means[:b][used[:b]], means[b:][used[b:]]
+            if len(early) < 2 or len(late) < 2:
+                continue
+            se = math.sqrt(early.var(ddof=1) / len(early) + late.var(ddof=1) / len(late))
+            if se > 0:
+                out.append((x, str(name), float((late.mean() - early.mean()) / se)))
+    return sorted(out, key=lambda item: -abs(item[2]))
+
+
+def _latency_counts(
+    latency: ArrayLike, counts: ArrayLike, names: Sequence[str]
+) -> tuple[FloatArray, FloatArray]:
+    r = np.array(latency, dtype=np.float64, ndmin=2)
+    w = np.array(counts, dtype=np.float64, ndmin=2)
+    if r.shape != w.shape:
+        raise DataError(f"latency has shape {r.shape} but counts {w.shape}")
+    if r.shape[1] != len(names):
+        raise DataError(f"{len(names)} name(s) for {r.shape[1]} column(s) of latency")
+    w = np.where(np.isfinite(r) & np.isfinite(w) & (w > 0), w, 0.0)
+    return np.where(w > 0, r, 0.0), w
+
+
+def _window_fit(r: FloatArray, w: FloatArray, service: FloatArray) -> FloatArray:
+    """Per window, the weighted least-squares stretch ``b_t`` of ``R_it ≈ b_t S_i`` over the
+    types it has (NaN where it has none)."""
+    s = np.where(np.isfinite(service), service, 0.0)[None, :]
+    w = np.where(np.isfinite(service)[None, :], w, 0.0)
+    sxx, sxy = (w * s * s).sum(axis=1), (w * s * r).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b: FloatArray = np.where(sxx > 0, sxy / sxx, np.nan)
+    return b
+
+
+def _fit_index(r: FloatArray, w: FloatArray, iterations: int = 50) -> FloatArray:
+    """``S`` of ``R_it = b_t S_i`` by alternating least squares, normalised to a mean stretch
+    of 1; NaN for a type never seen."""
+    seen = w.sum(axis=0) > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        service = np.where(seen, (w * r).sum(axis=0) / w.sum(axis=0), np.nan)
+    for _ in range(iterations):
+        b = _window_fit(r, w, service)
+        good = np.isfinite(b) & (b > 0)
+        if not good.any():
+            return service
+        ww = w[good]
+        num = (ww * b[good, None] * r[good]).sum(axis=0)
+        den = (ww * b[good, None] ** 2).sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            new = np.where(seen & (den > 0), num / den, np.nan)
+        done = np.allclose(new, service, rtol=1e-9, atol=0.0, equal_nan=True)
+        service = new
+        if done:
+            break
+    b = _window_fit(r, w, service)
+    good = np.isfinite(b) & (b > 0)
+    total = w[good].sum(axis=1)
+    if not good.any() or total.sum() <= 0:
+        return service
+    # S' = c·S leaves the fit unchanged with b' = b/c: choose a mean stretch b' of 1
+    out: FloatArray = float(np.average(b[good], weights=total)) * service
+    return out
+
+
+def _implied(
+    r: FloatArray, w: FloatArray, service: FloatArray, *, leave_out: bool = False
+) -> FloatArray:
+    """Per window and type, ``R_it / b_t``: the type's service time the window implies; with
+    ``leave_out`` the window's stretch comes from the other types only."""
+    m, k = r.shape
+    out = np.full((m, k), np.nan)
+    if not leave_out:
+        b = _window_fit(r, w, service)
+    for j in range(k):
+        if leave_out:
+            others = w.copy()
+            others[:, j] = 0.0
+            b = _window_fit(r, others, service)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = r[:, j] / b
+        out[:, j] = np.where((w[:, j] > 0) & np.isfinite(value) & (b > 0), value, np.nan)
+    return out
+
+
+def _mix_effect(
+    values: FloatArray, counts: FloatArray, fitted_on: NDArray[np.bool_], j: int
+) -> FloatArray:
+    """What the mix explains of type ``j``'s implied service time: a weighted least-squares
+    fit on the windows ``fitted_on`` of its values against the share of each type (all but
+    one, and a constant), lightly ridged so that a period of few mixes does not extrapolate
+    wildly, evaluated in every window (0 where it cannot be)."""
+    total = counts.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(total[:, None] > 0, counts / total[:, None], 0.0)
+    design = np.column_stack([np.ones(len(values)), share[:, :-1]])
+    ok = fitted_on & np.isfinite(values) & (counts[:, j] > 0)
+    if ok.sum() <= design.shape[1]:
+        out: FloatArray = np.zeros(len(values))
+        return out
+    weight = counts[ok, j]
+    x, y = design[ok], values[ok]
+    centre = np.average(x, axis=0, weights=weight)
+    xc = x - centre
+    gram = (xc * weight[:, None]).T @ xc
+    ridge = 1e-2 * np.trace(gram) / gram.shape[0] * np.eye(gram.shape[0])
+    ridge[0, 0] = 0.0  # the constant column is all zeros once centred
+    beta = np.linalg.lstsq(
+        gram + ridge, (xc * weight[:, None]).T @ (y - np.average(y, weights=weight)), rcond=None
+    )[0]
+    effect: FloatArray = (design - centre) @ beta
+    return effect
+
+
+def _weighted_mean(values: FloatArray, weights: FloatArray) -> float:
+    ok = np.isfinite(values) & (weights > 0)
+    return float(np.average(values[ok], weights=weights[ok])) if ok.any() else math.nan
+
+
+def _block_mean(values: FloatArray, weights: FloatArray, block: int) -> tuple[float, float, int]:
+    """Weighted mean of ``values``, its standard error from the means of blocks of ``block``
+    consecutive windows, and the blocks' degrees of freedom (NaN, inf, 0 without data)."""
+    ok = np.isfinite(values) & (weights > 0)
+    if not ok.any():
+        return math.nan, math.inf, 0
+    mean = float(np.average(values[ok], weights=weights[ok]))
+    size = max(int(block), 1)
+    means, mass = [], []
+    for start in range(0, len(values), size):
+        part = slice(start, start + size)
+        sel = ok[part]
+        if sel.any():
+            means.append(float(np.average(values[part][sel], weights=weights[part][sel])))
+            mass.append(float(weights[part][sel].sum()))
+    if len(means) < 2:
+        return mean, math.inf, 0
+    m, wt = np.array(means), np.array(mass)
+    share = wt / wt.sum()
+    # variance of a weighted mean of block means: Σ share² · (spread of the blocks)
+    spread = float(np.sum(wt * (m - mean) ** 2) / wt.sum()) * len(m) / (len(m) - 1)
+    return mean, math.sqrt(spread * float(np.sum(share**2))), len(m) - 1
+
+
+def _welch_dof(se_a: float, dof_a: int, se_b: float, dof_b: int) -> float:
+    """Welch–Satterthwaite degrees of freedom of a difference of two means."""
+    if dof_a <= 0 or dof_b <= 0 or not (math.isfinite(se_a) and math.isfinite(se_b)):
+        return 0.0
+    num = (se_a**2 + se_b**2) ** 2
+    den = se_a**4 / dof_a + se_b**4 / dof_b
+    return num / den if den > 0 else math.inf

@@ -1,0 +1,222 @@
+"""Candidates and pruning for the default search: seeded binary segmentation, then backward
+elimination of every point that is not significant, large and worth its cost between its
+neighbours.
+
+Why not the paper's recursion alone
+-----------------------------------
+FindChangePoints tests the whole series first and only looks inside the parts of a significant
+split. A bump (up, then back down) or a staircase of shifts gives a weak first split, whose
+test fails, and nothing inside is ever looked at: a CPU series with four 25σ steps in 150
+points got no change point. And a long real series splits into hundreds of tiny, significant
+pieces, each tested once on the segment it was found in and never again once its neighbours
+are known.
+
+Candidates: seeded intervals
+----------------------------
+Kovács, Li, Bühlmann & Munk (2020, "Seeded binary segmentation") search Fisher's optimal split
+of a fixed, deterministic family of intervals: the whole series, then at every scale intervals
+half as long, overlapping by half, down to ``2 · min_size`` observations. Every change has an
+interval around it that holds no other, whatever the rest of the series looks like, and the
+family costs O(n log n) in total — about two passes over the data per scale, whatever the
+number of change points. Each interval's split is kept when its standardised between-part sum
+of squares ``z²`` (in units of the long-run noise variance, so persistent noise does not look
+like shifts) is significant for that interval alone; then, strongest first, a candidate is
+accepted unless its interval already holds an accepted one (their greedy selection).
+
+Pruning: each point judged between its neighbours
+-------------------------------------------------
+Every accepted candidate is then judged on the segment between its two neighbours, where it is
+the only change if the others are right, with three requirements:
+
+* **significant** — the significance test of the search (FPA by default) at the level spent on
+  that segment's length, applied to the series standardised by its long-run noise scale, i.e.
+  with the null distribution of the optimal split of an independent series;
+* **large** — the shift is at least ``min_effect`` noise standard deviations and
+  ``min_relative_change`` of the larger of the two levels (practical significance: long series
+  make tiny shifts significant);
+* **worth its cost** — ``z² ≥ penalty · ln n``, a penalised choice of how many points a series
+  deserves, as in BIC-type criteria, so that a long series does not fragment into every
+  drift.
+
+While some point fails, the weakest failing one (smallest ``z²``) is removed and its two
+neighbours are judged again on their wider segments. Two points a few observations apart (a
+sliver) leave a tiny middle segment whose removal costs nothing, so one of them goes and the
+other is judged on the whole step. Each judgement is O(1) from prefix sums, so the pruning is
+O(k log k) for k candidates.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["Candidate", "Judged", "greedy", "prune", "refine", "seeded_candidates"]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+_CHUNK = 1 << 22  # (interval, split) pairs evaluated at once: bounds memory at ~32 MB a column
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """The best split of one seeded interval ``[start, stop)``."""
+
+    index: int
+    strength: float  # z² of the split in its interval
+    layer: int  # 0 = the whole series, 1 = halves, ...
+    start: int
+    stop: int
+
+
+def seeded_candidates(
+    y: FloatArray,
+    min_size: int,
+    threshold: Callable[[int], float],
+    max_layer: int | None = None,
+) -> list[Candidate]:
+    """Best split of every seeded interval of ``y`` (n × d, noise in long-run units) whose
+    ``z²`` reaches ``threshold(interval length)``."""
+    n, dims = y.shape
+    prefix = np.zeros((n + 1, dims))
+    np.cumsum(y, axis=0, out=prefix[1:])
+    found: list[Candidate] = []
+    shortest = max(2 * min_size, 3)  # the tests' tables start at 3 observations
+    length, layer = n, 0
+    while length >= shortest and (max_layer is None or layer <= max_layer):
+        count = 1 if layer == 0 else 2 * math.ceil(n / length) - 1
+        starts = np.unique(np.round(np.linspace(0, n - length, count)).astype(np.int64))
+        found.extend(_best_splits(prefix, starts, length, min_size, threshold(length), layer))
+        if length == shortest:
+            break
+        length = max(shortest, (length + 1) // 2)
+        layer += 1
+    return found
+
+
+def _best_splits(
+    prefix: FloatArray, starts: IntArray, length: int, min_size: int, floor: float, layer: int
+) -> list[Candidate]:
+    dims = prefix.shape[1]
+    left = np.arange(min_size, length - min_size + 1, dtype=np.int64)  # left-part sizes
+    weight = length / (left * (length - left)).astype(np.float64)
+    per_chunk = max(1, _CHUNK // (left.size * dims))
+    out: list[Candidate] = []
+    for lo in range(0, starts.size, per_chunk):
+        s = starts[lo : lo + per_chunk]
+        total = prefix[s + length] - prefix[s]  # (c, d)
+        sums = prefix[s[:, None] + left[None, :]] - prefix[s][:, None, :]  # (c, k, d)
+        dev = sums - (left / length)[None, :, None] * total[:, None, :]
+        stat = np.einsum("ckd,ckd->ck", dev, dev) * weight[None, :]
+        best = np.argmax(stat, axis=1)  # the earliest of equal splits
+        value = stat[np.arange(s.size), best]
+        for i in np.flatnonzero(value >= floor):
+            start = int(s[i])
+            out.append(
+                Candidate(start + int(left[best[i]]), float(value[i]), layer, start, start + length)
+            )
+    return out
+
+
+def greedy(candidates: list[Candidate]) -> list[Candidate]:
+    """Strongest first, keep a candidate unless its interval already holds a kept one."""
+    kept: list[int] = []
+    chosen: list[Candidate] = []
+    for cand in sorted(candidates, key=lambda c: (-c.strength, c.layer, c.index)):
+        i = bisect.bisect_right(kept, cand.start)
+        if i < len(kept) and kept[i] < cand.stop:
+            continue  # the interval [start, stop) already holds a point
+        bisect.insort(kept, cand.index)
+        chosen.append(cand)
+    return sorted(chosen, key=lambda c: c.index)
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A point judged on the segment ``[start, stop)`` between its neighbours."""
+
+    index: int
+    start: int
+    stop: int
+    strength: float  # z²: between-part SSQ in long-run noise units
+    passes: bool
+    effect: float = math.nan  # the shift in noise standard deviations
+
+
+def prune(
+    points: list[int],
+    n: int,
+    judge: Callable[[int, int, int], Judged],
+) -> tuple[list[Judged], list[Judged]]:
+    """Backward elimination: while some point fails ``judge(start, index, stop)``, drop the
+    weakest failing one and judge its neighbours again. Returns (kept, dropped), each judged on
+    its final (or last) segment."""
+    order = sorted(set(points))
+    k = len(order)
+    prev = [-1, *range(k - 1)]
+    nxt = [*range(1, k), -1]
+    alive = [True] * k
+    version = [0] * k
+
+    def bounds(j: int) -> tuple[int, int]:
+        return (order[prev[j]] if prev[j] >= 0 else 0), (order[nxt[j]] if nxt[j] >= 0 else n)
+
+    state: list[Judged] = []
+    heap: list[tuple[float, int, int, int]] = []
+    for j in range(k):
+        a, b = bounds(j)
+        verdict = judge(a, order[j], b)
+        state.append(verdict)
+        if not verdict.passes:
+            heap.append((verdict.strength, order[j], j, 0))
+    heapq.heapify(heap)
+    dropped: list[Judged] = []
+    while heap:
+        _, _, j, ver = heapq.heappop(heap)
+        if not alive[j] or ver != version[j]:
+            continue
+        alive[j] = False
+        dropped.append(state[j])
+        p, q = prev[j], nxt[j]
+        if p >= 0:
+            nxt[p] = q
+        if q >= 0:
+            prev[q] = p
+        for m in (p, q):
+            if m < 0:
+                continue
+            a, b = bounds(m)
+            verdict = judge(a, order[m], b)
+            state[m] = verdict
+            version[m] += 1
+            if not verdict.passes:
+                heapq.heappush(heap, (verdict.strength, order[m], m, version[m]))
+    kept = [state[j] for j in range(k) if alive[j]]
+    return kept, dropped
+
+
+def refine(prefix: FloatArray, points: list[int], min_size: int) -> list[int]:
+    """Each point moved to the best split (largest ``z²``) of the segment between its left
+    neighbour, as already placed, and its right one; ``prefix`` holds the cumulative sums of
+    the series (n + 1 rows). O(n) in all: the segments overlap at most twice."""
+    n = prefix.shape[0] - 1
+    out: list[int] = []
+    for j, index in enumerate(points):
+        a = out[-1] if out else 0
+        b = points[j + 1] if j + 1 < len(points) else n
+        left = np.arange(a + min_size, b - min_size + 1, dtype=np.int64)
+        if left.size == 0:
+            out.append(index)
+            continue
+        length = b - a
+        k = (left - a).astype(np.float64)
+        dev = (prefix[left] - prefix[a]) - (k / length)[:, None] * (prefix[b] - prefix[a])
+        stat = np.einsum("kd,kd->k", dev, dev) * length / (k * (length - k))
+        out.append(int(left[np.argmax(stat)]))
+    return out

@@ -1,0 +1,119 @@
+"""The default search's practical rules: few, large, explained points (issue 17)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from perfsleuth.changepoints.kernels import seeded
+from perfsleuth.changepoints.kernels.search import find_change_points
+from perfsleuth.errors import DataError
+
+
+def test_the_papers_worked_example_with_the_defaults() -> None:
+    # README: 95 105 510 490 -> the third observation starts the new segment (min_size is a
+    # quarter of a series shorter than 20, so four observations can be split)
+    assert find_change_points([95, 105, 510, 490]).indices == (2,)
+
+
+def test_a_bump_is_found_although_the_first_split_is_weak() -> None:
+    # up then back down: the best split of the whole series is weak, and the paper's
+    # recursion never looks inside; seeded intervals do
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(300)
+    x[100:200] += 3.0
+    found = find_change_points(x).indices
+    assert len(found) == 2 and abs(found[0] - 100) <= 2 and abs(found[1] - 200) <= 2
+
+
+def test_tiny_relative_changes_are_not_reported() -> None:
+    # +1% of the level on a long, quiet series: significant, but nobody acts on it
+    rng = np.random.default_rng(2)
+    x = 760_000 + 500 * rng.standard_normal(20_000)
+    x[10_000:] += 7_600
+    assert find_change_points(x).indices == ()
+    (index,) = find_change_points(x, min_relative_change=0).indices
+    assert abs(index - 10_000) <= 5
+
+
+@pytest.mark.slow
+def test_no_sliver_at_a_million_points() -> None:
+    # two points a few observations apart around one step leave a tiny middle segment that
+    # is not worth its cost: one of them goes
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(1_000_000)
+    x[141_850:] += 0.6
+    x[600_000:] -= 1.5
+    found = find_change_points(x).indices
+    assert np.diff(found).min(initial=10**6) > 100
+    assert any(abs(i - 141_850) <= 20 for i in found)
+
+
+def test_spikes_are_kept_as_data_and_reported() -> None:
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(600) + np.where(np.arange(600) < 300, 0.0, 2.0)
+    x[[50, 51, 400, 500]] += 30.0
+    found = find_change_points(x)
+    assert {50, 51, 400, 500} <= set(found.spikes)
+    assert found.outliers == len(found.spikes)
+    assert len(found.indices) == 1 and abs(found.indices[0] - 300) <= 2
+    # nothing was clipped: the segment means include the spikes
+    assert found.segments[1].mean[0] == pytest.approx(float(np.mean(x[found.indices[0] :])))
+
+
+def test_points_are_ranked_by_effect() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(900) + np.repeat([0.0, 3.0, 13.0], 300)
+    found = find_change_points(x)
+    assert found.indices == (300, 600)
+    assert [p.index for p in found.ranked()] == [600, 300]
+
+
+@pytest.mark.parametrize("exponent", [155, 200, 300])
+def test_huge_values_are_searched_on_a_scaled_copy(exponent: int) -> None:
+    x = np.r_[np.full(50, 1.0), np.full(50, 3.0)] + np.random.default_rng(6).normal(0, 0.1, 100)
+    big = find_change_points(x * 10.0**exponent)
+    assert big.indices == find_change_points(x).indices == (50,)
+    assert big.points[0].mean_after[0] == pytest.approx(3.0 * 10.0**exponent, rel=0.05)
+    assert np.isfinite(big.points[0].spread_after[0])
+
+
+def test_non_finite_input_is_a_data_error() -> None:
+    with pytest.raises(DataError, match="infinite value at index 3"):
+        find_change_points([1.0, 2.0, 3.0, np.inf, 5.0])
+
+
+def test_progress_is_logged_for_long_series(caplog: pytest.LogCaptureFixture) -> None:
+    x = np.random.default_rng(7).standard_normal(100_000)
+    with caplog.at_level(logging.INFO, logger="perfsleuth.changepoints.kernels.search"):
+        find_change_points(x)
+    assert any("searching 100000 observations" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="perfsleuth.changepoints.kernels.search"):
+        find_change_points(x[:1000])
+    assert not caplog.records  # short series stay quiet
+
+
+def test_seeded_intervals_cover_every_scale() -> None:
+    y = np.zeros((64, 1))
+    seen: list[int] = []
+
+    def threshold(length: int) -> float:
+        seen.append(length)
+        return 0.0
+
+    seeded.seeded_candidates(y, 2, threshold)
+    assert seen == [64, 32, 16, 8, 4]
+
+
+def test_pruning_drops_the_weakest_failing_point_first() -> None:
+    # points at 10 and 12 around a step at 10: the sliver fails, 12 goes, 10 is re-judged
+    def judge(a: int, i: int, b: int) -> seeded.Judged:
+        strength = {10: 5.0, 12: 1.0}[i]
+        return seeded.Judged(i, a, b, strength, passes=(b - a) > 20 and strength > 2)
+
+    kept, dropped = seeded.prune([10, 12], 40, judge)
+    assert [k.index for k in kept] == [10] and [d.index for d in dropped] == [12]
+    assert (kept[0].start, kept[0].stop) == (0, 40)

@@ -1,0 +1,123 @@
+"""Frames from files: wide files (one or many value columns), standard input, and real NAB
+series whose times repeat or go backwards (tests/data/nab, MIT licence)."""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from perfsleuth.errors import DataError
+from perfsleuth.frames import coverage_of
+from perfsleuth.sources.files import read_frame, read_metric, read_table
+
+NAB = Path(__file__).resolve().parents[1] / "data" / "nab"
+EXCHANGE = NAB / "exchange-2_cpc_results.csv"  # 2011-08-24 12:00:01 twice (lines 52, 53)
+LATENCY = NAB / "ec2_request_latency_system_failure.csv"  # 12 rows at 03:00 on DST day
+TEMPERATURE = NAB / "machine_temperature_system_failure.csv"  # back to 02:00 at line 63
+
+
+def stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+# -- wide files ---------------------------------------------------------------------------------
+
+
+def test_a_timestamp_value_file_is_read_as_wide() -> None:
+    frame = read_frame(EXCHANGE, "metric", duplicates="first")
+    assert set(frame["entity"]) == {"exchange-2_cpc_results"}
+    assert set(frame["metric"]) == {"value"}
+    assert len(frame) == 100  # 101 rows, one repeated hour
+    coverage = coverage_of(frame)
+    assert coverage is not None and coverage.dropped_duplicates == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "pattern", "fix"),
+    [
+        (
+            EXCHANGE,
+            r"exchange-2_cpc_results\.csv:53: column 'timestamp': duplicate .* than line 52; "
+            r"to keep the first, use --duplicates first",
+            {"duplicates": "first"},
+        ),
+        (
+            LATENCY,
+            r"ec2_request_latency_system_failure\.csv:61: column 'timestamp': duplicate "
+            r".*2014-03-09 03:00:00\+00:00 .* than line 60",
+            {"duplicates": "first"},
+        ),
+        (
+            TEMPERATURE,
+            r"machine_temperature_system_failure\.csv:63: column 'timestamp': time goes backwards "
+            r"to 2014-01-07T02:00:00\+00:00 .*; to accept unsorted input, use --disorder sort",
+            {"disorder": "sort", "duplicates": "first"},
+        ),
+    ],
+)
+def test_real_series_with_repeated_or_backward_times(
+    path: Path, pattern: str, fix: dict[str, str]
+) -> None:
+    with pytest.raises(DataError, match=pattern):
+        read_frame(path, "metric")
+    frame = read_frame(path, "metric", **fix)  # type: ignore[arg-type]
+    assert frame["time"].is_monotonic_increasing and not frame["time"].duplicated().any()
+
+
+def test_the_daylight_saving_hour_of_a_real_series() -> None:
+    # NAB stamps the skipped 02:xx samples of 2014-03-09 all 03:00: twelve rows, one time
+    raw, _ = read_table(LATENCY)
+    assert (raw["timestamp"] == "2014-03-09 03:00:00").sum() == 12
+    frame = read_frame(LATENCY, "metric", duplicates="first")
+    coverage = coverage_of(frame)
+    assert coverage is not None and coverage.dropped_duplicates == 11
+    # read in the zone it was recorded in, 03:00 local is 07:00 UTC (EDT, UTC-4)
+    local = read_frame(LATENCY, "metric", duplicates="first", tz="America/New_York")
+    assert pd.Timestamp("2014-03-09T07:00:00Z") in set(local["time"])
+
+
+def test_wide_files_with_several_value_columns(write_csv: Callable[[str, str], Path]) -> None:
+    path = write_csv("host.csv", "ts,latency_ms,cpu\n1700000000,20,0.5\n1700000060,21,0.6\n")
+    with pytest.raises(DataError, match=r"host\.csv: a wide file with 2 value columns"):
+        read_frame(path, "metric")
+    frame = read_metric(path, values=["latency_ms", "cpu"], entity="web-1", unit="")
+    assert sorted(set(frame["metric"])) == ["cpu", "latency_ms"]
+    assert set(frame["entity"]) == {"web-1"}
+    one = read_metric(path, values=["cpu"], time_column="ts")
+    assert list(one["value"]) == [0.5, 0.6]
+
+
+def test_a_long_file_missing_a_column_is_not_taken_for_wide(
+    write_csv: Callable[[str, str], Path],
+) -> None:
+    path = write_csv("long.csv", "time,entity,value\n2024-01-01T00:00:00Z,web,5\n")
+    with pytest.raises(DataError, match=r"metric frame is missing column\(s\) 'metric'"):
+        read_frame(path, "metric")
+    with pytest.raises(DataError, match=r"long\.csv: no column\(s\) 'when'"):
+        read_metric(path, values=["value"], time_column="when")
+    with pytest.raises(DataError, match=r"long\.csv: not a wide file"):
+        read_metric(path, time_column="entity")
+
+
+# -- standard input -----------------------------------------------------------------------------
+
+
+def test_csv_from_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    stdin(monkeypatch, EXCHANGE.read_bytes())
+    frame = read_frame("-", "metric", duplicates="first")
+    assert len(frame) == 100 and set(frame["entity"]) == {"stdin"}
+    stdin(monkeypatch, b"time,entity,metric,value\n2024-01-01T00:00:00Z,a,m,fast\n")
+    with pytest.raises(DataError, match=r"<stdin>:2: column 'value': not a number: 'fast'"):
+        read_frame("-", "metric")
+
+
+def test_parquet_from_standard_input(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    frame = pd.DataFrame({"time": [1.7e9, 1.7e9 + 60], "entity": "a", "metric": "m", "value": 1})
+    frame.to_parquet(tmp_path / "f.parquet")
+    stdin(monkeypatch, (tmp_path / "f.parquet").read_bytes())
+    assert len(read_frame("-", "metric")) == 2

@@ -1,0 +1,225 @@
+"""Incidents: findings of several families that overlap in time and relate by entity."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from email import message_from_string
+from email.policy import default
+from pathlib import Path
+
+import pytest
+
+from perfsleuth.findings import Evidence, Finding, Kind, Severity
+from perfsleuth.incidents import (
+    STEPS,
+    Covered,
+    Topology,
+    find_incidents,
+    node_name,
+    revealed,
+    scope_of,
+)
+
+T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+
+
+def finding(
+    kind: Kind,
+    entity: str,
+    detector: str,
+    *,
+    minutes: float = 0,
+    length: float = 0,
+    severity: Severity = Severity.WARNING,
+    text: str = "",
+    evidence: tuple[Evidence, ...] = (),
+) -> Finding:
+    start = T0 + timedelta(minutes=minutes)
+    return Finding(
+        kind=kind,
+        entity=entity,
+        metric="m",
+        start=start,
+        end=start + timedelta(minutes=length),
+        severity=severity,
+        explanation=text or f"{detector} on {entity}",
+        evidence=evidence,
+        detector=detector,
+    )
+
+
+CHANGE = finding(
+    Kind.CHANGE_POINT,
+    "checkout",
+    "changepoint",
+    minutes=2,
+    severity=Severity.ERROR,
+    text="checkout/latency: mean rose from 40 ms to 95 ms (+138%) at 09:02 UTC (p < 0.001)",
+    evidence=(Evidence("relative_change", 1.38), Evidence("p_value", 1e-9)),
+)
+SLOW = finding(
+    Kind.WORKLOAD_ANOMALY,
+    "checkout",
+    "workload_mix",
+    minutes=0,
+    length=30,
+    severity=Severity.ERROR,
+    text="checkout: response time 2.4× what the transaction mix explains",
+)
+RELEASE = finding(
+    Kind.APPLICATION_CHANGE,
+    "checkout",
+    "workload_segments",
+    minutes=0,
+    length=60,
+    text="checkout: home costs 2 ms more CPU per transaction since 09:00",
+    evidence=(Evidence("p_value", 0.001),),
+)
+SATURATED = finding(
+    Kind.BOTTLENECK,
+    "db-1",
+    "bottleneck",
+    minutes=5,
+    length=20,
+    severity=Severity.ERROR,
+    text="CPU is the bottleneck (P = 0.90)",
+    evidence=(Evidence("bottleneck", "cpu"), Evidence("p.cpu", 0.9)),
+)
+UPGRADE = finding(Kind.UPGRADE, "db-1", "bottleneck", minutes=5, length=20, text="buy 2 cores")
+LOOP = finding(
+    Kind.CPU_LOOP,
+    "batch-7/spin[42]",
+    "cpu_loop",
+    minutes=-300,
+    length=60,
+    evidence=(Evidence("node", "batch-7"),),
+)
+TOPOLOGY = Topology({"checkout": ("web-1", "db-1")})
+
+
+def test_one_cause_in_several_families_is_one_incident_with_the_full_chain() -> None:
+    incidents = find_incidents([LOOP, SATURATED, UPGRADE, RELEASE, SLOW, CHANGE], topology=TOPOLOGY)
+    assert len(incidents) == 2  # the loop on an unrelated node stands alone
+    story = incidents[0]
+    assert {f.id for f in story.findings} == {
+        f.id for f in (CHANGE, SLOW, RELEASE, SATURATED, UPGRADE)
+    }
+    assert [link.step for link in story.chain] == list(STEPS)
+    when, workload, application, process, resource = story.chain
+    assert when.findings == (CHANGE,) and "+138%" in when.text
+    assert workload.findings == (SLOW,) and "transaction mix" in workload.text
+    assert application.findings == (RELEASE,) and "home" in application.text
+    assert process.missing and process.text == "no process data for db-1, web-1"
+    assert set(resource.findings) == {SATURATED, UPGRADE}
+    assert resource.text.startswith("CPU is the bottleneck") and resource.strength == 0.9
+    assert story.entities == ("checkout", "db-1", "web-1")
+    assert story.severity is Severity.ERROR
+    assert story.title.startswith("checkout/latency: mean rose")
+    assert story.story.index("+138%") < story.story.index("transaction mix")
+    assert story.story.index("home costs") < story.story.index("CPU is the bottleneck")
+    alone = incidents[1]
+    assert alone.findings == (LOOP,) and alone.entities == ("batch-7",)
+    assert alone.story.startswith(
+        "No change-point, transaction-mix or CPU-per-transaction data for batch-7. "
+    )
+    assert alone.story.endswith("No OS counter data for batch-7.")
+
+
+def test_without_topology_entities_relate_by_name_only() -> None:
+    incidents = find_incidents([CHANGE, SLOW, SATURATED])
+    assert sorted(len(i.findings) for i in incidents) == [1, 2]
+
+
+def test_findings_far_apart_in_time_are_separate_incidents() -> None:
+    later = finding(Kind.CHANGE_POINT, "checkout", "changepoint", minutes=120)
+    incidents = find_incidents([CHANGE, later], tolerance=timedelta(minutes=10))
+    assert len(incidents) == 2
+    assert len(find_incidents([CHANGE, later], tolerance=timedelta(hours=3))) == 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "entity", "detector", "evidence", "keys"),
+    [
+        (Kind.CPU_LOOP, "n1/spin[7]", "cpu_loop", (Evidence("node", "n1"),), {"node:n1"}),
+        (Kind.BOTTLENECK, "db-1", "bottleneck", (), {"node:db-1"}),
+        (Kind.WORKLOAD_ANOMALY, "shop", "workload_mix", (), {"service:shop"}),
+        (Kind.APPLICATION_CHANGE, "shop", "workload_segments", (), {"service:shop"}),
+        (Kind.CHANGE_POINT, "db-1", "changepoint", (), {"service:db-1", "node:db-1"}),
+    ],
+)
+def test_scope_of_each_family(
+    kind: Kind, entity: str, detector: str, evidence: tuple[Evidence, ...], keys: set[str]
+) -> None:
+    assert scope_of(finding(kind, entity, detector, evidence=evidence)) == keys
+
+
+def test_a_missing_link_says_whether_the_family_looked() -> None:
+    covered = [
+        Covered("processes", frozenset({"node:db-1"}), T0, T0 + timedelta(hours=1)),
+        Covered("bottleneck", frozenset({"node:elsewhere"}), T0, T0 + timedelta(hours=1)),
+    ]
+    (incident,) = find_incidents([CHANGE], topology=TOPOLOGY, covered=covered)
+    process, resource = incident.chain[3], incident.chain[4]
+    assert process.text == "no process pathology on db-1"
+    assert resource.text == "no OS counter data for db-1, web-1"
+
+
+def test_incidents_are_stable_and_serialisable() -> None:
+    first = find_incidents([CHANGE, SLOW, SATURATED], topology=TOPOLOGY)
+    again = find_incidents([SATURATED, SLOW, CHANGE], topology=TOPOLOGY)
+    assert [i.id for i in first] == [i.id for i in again]
+    data = first[0].to_dict()
+    assert set(data["findings"]) == {f.id for f in first[0].findings}  # type: ignore[arg-type]
+    assert [link["step"] for link in data["chain"]] == list(STEPS)  # type: ignore[union-attr]
+
+
+def test_topologies_merge() -> None:
+    merged = Topology({"a": ("n1",)}).merged(Topology({"a": ("n2",), "b": ("n3",)}))
+    assert merged.services == {"a": ("n1", "n2"), "b": ("n3",)}
+
+
+def test_topology_of_joins_a_service_named_twice_and_drops_ports() -> None:
+    topology = Topology.of([("a", ["n1:9100"]), ("a", ["n2", "n1"]), ("b", ["n3"])])
+    assert topology.services == {"a": ("n1", "n2"), "b": ("n3",)}
+    assert node_name(" db-1:9100 ") == "db-1" and node_name("db-1") == "db-1"
+
+
+def test_a_prometheus_instance_is_the_node_without_its_port() -> None:
+    exporter = finding(Kind.BOTTLENECK, "db-1:9100", "bottleneck", minutes=5, length=20)
+    (incident,) = find_incidents([CHANGE, exporter], topology=TOPOLOGY)
+    assert incident.entities == ("checkout", "db-1", "web-1")
+
+
+def test_one_node_in_the_data_reveals_where_the_services_run() -> None:
+    span = (T0, T0 + timedelta(hours=1))
+    one = [
+        Covered("segments", frozenset({"service:shop"}), *span),
+        Covered("bottleneck", frozenset({"node:app-1"}), *span),
+        Covered("processes", frozenset({"node:app-1"}), *span),
+    ]
+    assert revealed(one).services == {"shop": ("app-1",)}
+    two = [*one, Covered("processes", frozenset({"node:app-2"}), *span)]
+    assert revealed(two).services == {}
+
+
+def test_an_incident_of_several_families_is_one_message_of_its_own(tmp_path: Path) -> None:
+    from perfsleuth.notify import notify
+    from perfsleuth.notify.outbox import Outbox
+    from perfsleuth.notify.settings import NotifySettings
+
+    findings = [LOOP, SATURATED, RELEASE, CHANGE]
+    incidents = find_incidents(findings, topology=TOPOLOGY)
+    settings = NotifySettings(recipients=("ops@example.org",))  # no SMTP host: kept
+    notify(findings, settings, outbox=tmp_path / "box", now=T0, incidents=incidents)
+    mails = [
+        message_from_string(str(item.payload["message"]), policy=default)
+        for _, item in Outbox(tmp_path / "box").pending()
+        if item.channel == "email"
+    ]
+    assert len(mails) == 2  # the incident's, and one summary of the rest
+    (story,) = [m for m in mails if "incident on" in str(m["Subject"])]
+    text = story.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    assert " ".join(incidents[0].story.split()) in " ".join(text.split())
+    assert "batch-7" not in text
+    (rest,) = [m for m in mails if m is not story]
+    assert "batch-7" in rest.get_body(("plain",)).get_content()  # type: ignore[union-attr]
