@@ -223,3 +223,18 @@ def test_an_incident_of_several_families_is_one_message_of_its_own(tmp_path: Pat
     assert "batch-7" not in text
     (rest,) = [m for m in mails if m is not story]
     assert "batch-7" in rest.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+
+
+def test_a_link_is_as_strong_as_its_finding() -> None:
+    same_app = finding(
+        Kind.WORKLOAD_CHANGE,
+        "checkout",
+        "workload_segments",
+        severity=Severity.INFO,
+        evidence=(Evidence("p_value", 0.9),),  # the test of an application change, not taken
+    )
+    (incident,) = find_incidents([CHANGE, same_app, RELEASE], topology=TOPOLOGY)
+    strengths = {link.step: link.strength for link in incident.chain if not link.missing}
+    assert strengths["when"] == pytest.approx(1.0, abs=1e-6)
+    assert strengths["application"] == pytest.approx(0.999)
+    assert strengths["workload"] == 0.5  # from its severity, not 1 − p

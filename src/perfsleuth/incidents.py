@@ -422,7 +422,10 @@ def _strength(finding: Finding) -> float:
         if isinstance(value, int | float) and math.isfinite(value):
             return float(min(max(value, 0.0), 1.0))
     value = evidence.get("p_value")
-    if isinstance(value, int | float) and math.isfinite(value):
+    # 1 − p where the p-value tests the finding itself (a shift, a changed cost); a workload
+    # change's p-value tests the application change it is *not*
+    tested = finding.kind in (Kind.CHANGE_POINT, Kind.APPLICATION_CHANGE)
+    if tested and isinstance(value, int | float) and math.isfinite(value):
         return float(min(max(1.0 - value, 0.0), 1.0))
     return {Severity.CRITICAL: 0.95, Severity.ERROR: 0.9, Severity.WARNING: 0.7}.get(
         finding.severity, 0.5
