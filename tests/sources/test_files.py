@@ -121,3 +121,18 @@ def test_parquet_from_standard_input(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     frame.to_parquet(tmp_path / "f.parquet")
     stdin(monkeypatch, (tmp_path / "f.parquet").read_bytes())
     assert len(read_frame("-", "metric")) == 2
+
+
+@pytest.mark.parametrize(("suffix", "module"), [(".gz", "gzip"), (".bz2", "bz2"), (".xz", "lzma")])
+def test_a_compressed_csv_reads_and_its_errors_name_the_line(
+    tmp_path: Path, suffix: str, module: str
+) -> None:
+    import importlib
+
+    opener = importlib.import_module(module).open
+    good = tmp_path / f"good.csv{suffix}"
+    with opener(good, "wt", encoding="utf-8") as out:
+        out.write("time,entity,metric,value\n1700000000,a,m,1\n1700000060,a,m,\n")
+    with pytest.raises(DataError, match=r"good\.csv.*:3.*value"):
+        read_frame(good, "metric")  # the missing value (a row ending in "") is located
+    assert len(read_frame(good, "metric", missing="drop")) == 1

@@ -9,6 +9,7 @@ errors.
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import re
 import sys
@@ -156,6 +157,26 @@ def _read_csv(name: str, content: bytes | Path) -> tuple[pd.DataFrame, Locate]:
     return table, locate
 
 
+# What pandas' read_csv decompresses by itself (compression="infer"), by the file's first bytes.
+_COMPRESSED: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bz2"),
+    (b"\xfd7zXZ\x00", "lzma"),
+)
+
+
+def _open_text(path: Path) -> TextIO:
+    """``path`` as text, decompressed the way pandas read it (gzip, bzip2, xz)."""
+    with path.open("rb") as raw:
+        magic = raw.read(6)
+    for prefix, module in _COMPRESSED:
+        if magic.startswith(prefix):
+            opener = importlib.import_module(module).open
+            handle: TextIO = opener(path, "rt", newline="", encoding="utf-8")
+            return handle
+    return path.open(newline="", encoding="utf-8")
+
+
 def _short(message: str) -> str:
     return message.replace("Error tokenizing data. C error: ", "").strip()
 
@@ -178,7 +199,7 @@ class CsvRecords:
             if isinstance(self.content, bytes):
                 handle = io.StringIO(self.content.decode("utf-8"), newline="")
             else:
-                handle = self.content.open(newline="", encoding="utf-8")
+                handle = _open_text(self.content)
             with handle:
                 reader = csv.reader(handle)
                 records, start = [], 1
