@@ -36,6 +36,8 @@ def test_the_release_is_one_incident_that_links_latency_application_and_cpu(
         f.kind is Kind.BOTTLENECK and f.evidence_dict().get("bottleneck") == "cpu"
         for f in links["resource"].findings
     ), links["resource"].text
+    # the resource that held the workload back longest leads (not a 30 s disk window before)
+    assert links["resource"].text.startswith("CPU is the bottleneck"), links["resource"].text
     assert set(incident.entities) == {"bench", "db-1"}
     assert not links["process"].no_data  # the collector's process data covered db-1
 

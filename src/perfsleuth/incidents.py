@@ -411,7 +411,7 @@ def _lead(step: Step, findings: Sequence[Finding]) -> Finding:
         return max(findings, key=lambda f: (f.severity, change(f)))
     if step == "resource":  # the resource that held the workload back the longest
         bottlenecks = [f for f in findings if f.kind is Kind.BOTTLENECK] or list(findings)
-        return max(bottlenecks, key=lambda f: (f.severity, f.end - f.start))
+        return max(bottlenecks, key=lambda f: (f.end - f.start, f.severity))
     return max(findings, key=lambda f: (f.severity, -f.start.timestamp()))
 
 
