@@ -8,8 +8,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from perfsleuth.findings import Evidence, Finding, Kind, Severity
+
+# Property tests draw the same examples on every run, so a CI failure reproduces and a green
+# run stays green; PERFSLEUTH_HYPOTHESIS=hunt draws fresh ones (and keeps what fails).
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.register_profile("hunt", derandomize=False)
+settings.load_profile(os.environ.get("PERFSLEUTH_HYPOTHESIS", "deterministic"))
 
 # scripts/test.sh installs every component the tests use, so there a skipped test means a
 # check that did not run: it fails instead (PERFSLEUTH_NO_SKIPS=1), naming what was missing.

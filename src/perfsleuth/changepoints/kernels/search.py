@@ -1198,8 +1198,9 @@ class _Practical:
                 # mBIC (Zhang & Siegmund 2007): a point pays penalty · ln n, and more when it
                 # cuts off a short segment, ln(n (nl + nr) / (nl nr)).
                 cost = self.penalty * log_n + math.log(n * (b - a) / (nl * nr))
-                # the test last: it is the costly part, and most candidates fail before it
-                passes = large and delta > 0 and delta >= cost
+                # the test last: it is the costly part, and most candidates fail before it;
+                # a segment of two single points cannot be tested (T is infinite there)
+                passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
                 if passes:
                     t, phi_null = paper_statistic(sums, a, i, b)
                     alpha_spent = self._level_alpha(b - a)
@@ -1263,13 +1264,19 @@ class _Practical:
         def point(judged: seeded.Judged, final: bool) -> ChangePoint:
             a, i, b = judged.start, judged.index, judged.stop
             t, phi_null = paper_statistic(sums, a, i, b)
-            verdict = self.test.assess(
-                t,
-                n=b - a,
-                phi=phi_null,
-                alpha=self._level_alpha(b - a),
-                dims=dims,
-                min_size=m,
+            # a dropped candidate between close neighbours can sit in a segment too short
+            # for the test (two single points): it was never tested, so it has no verdict
+            verdict = (
+                self.test.assess(
+                    t,
+                    n=b - a,
+                    phi=phi_null,
+                    alpha=self._level_alpha(b - a),
+                    dims=dims,
+                    min_size=m,
+                )
+                if b - a >= _testable(m)
+                else Assessment(math.inf, math.nan)
             )
             # the kept points only: their segments are disjoint, so O(n) in all
             phi_residual = (
@@ -1376,6 +1383,12 @@ def _prefix(x: FloatArray) -> FloatArray:
     out = np.zeros((x.shape[0] + 1, x.shape[1]))
     np.cumsum(x, axis=0, out=out[1:])
     return out
+
+
+def _testable(min_size: int) -> int:
+    """The shortest segment the significance tests can judge: two parts of ``min_size``, and
+    never two single points."""
+    return max(2 * min_size, 3)
 
 
 def _long_run_scale(x: FloatArray, floor: float) -> tuple[float, float]:
