@@ -19,7 +19,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from perfsleuth.findings import Finding
 
@@ -139,6 +139,10 @@ class Family:
         The kinds of finding it reports, each with the first thing to do about one.
     checks
         The names its findings carry in ``Finding.detector`` (their stable identity).
+    about
+        What its findings' entities name: a ``"service"`` (the one a workload frame
+        describes), a ``"node"`` (a host, or a process on one), or a ``"series"``'s entity,
+        which may be either. Incidents relate findings through it.
     """
 
     name: str
@@ -149,6 +153,7 @@ class Family:
     section: str
     kinds: Mapping[str, str]
     checks: tuple[str, ...]
+    about: Literal["series", "service", "node"] = "series"
 
     def detector_class(self) -> type[Detector]:
         """The detector class (imported now)."""

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
-from perfsleuth.families import family_of
+from perfsleuth.families import FAMILIES, family_of
 from perfsleuth.findings import Finding, Kind, Severity, ordered
 
 if TYPE_CHECKING:
@@ -237,30 +237,34 @@ def node_name(name: str) -> str:
 
 
 def scope_of(finding: Finding, topology: Topology | None = None) -> frozenset[str]:
-    """The entity keys a finding is about, expanded by ``topology``."""
+    """The entity keys a finding is about (by its family's ``about``), expanded by
+    ``topology``."""
     found_by = family_of(finding)
-    name = found_by.name if found_by is not None else ""
+    about = found_by.about if found_by is not None else "series"
     entity = finding.entity
     keys: set[str]
-    if name == "processes":
+    if about == "node":  # a host, or a process on one ("node/name[pid]")
         node = str(finding.evidence_dict().get("node", entity.split("/", 1)[0]))
         keys = {f"node:{node_name(node)}"}
-    elif name == "bottleneck":
-        keys = {f"node:{node_name(entity.split('/', 1)[0])}"}
-    elif name in ("workload", "segments") or entity in (topology or Topology()).services:
+    elif about == "service" or entity in (topology or Topology()).services:
         keys = {f"service:{entity}"}  # a workload's entity, or a series named after a service
     else:  # a series' entity may be a service or a host
         keys = {f"service:{entity}", f"node:{node_name(entity)}"}
     return (topology or Topology()).expand(keys)
 
 
+def _about(name: str) -> str:
+    """What family ``name``'s entities name (``"series"`` for an unknown family)."""
+    return next((f.about for f in FAMILIES if f.name == name), "series")
+
+
 def _keys_of(family: str, frame: pd.DataFrame, service: str) -> frozenset[str]:
     """The entity keys a family's input frame covers (see :func:`scope_of`)."""
-    if family == "processes" and "node" in frame:
-        return frozenset(f"node:{node_name(str(n))}" for n in frame["node"].unique())
-    if family == "bottleneck" and "entity" in frame:
-        return frozenset(f"node:{node_name(str(e))}" for e in frame["entity"].unique())
-    if family in ("workload", "segments"):
+    about = _about(family)
+    if about == "node":
+        column = "node" if "node" in frame else "entity"
+        return frozenset(f"node:{node_name(str(n))}" for n in frame[column].unique())
+    if about == "service":
         return frozenset({f"service:{service}"})
     if "entity" in frame:
         names = [str(e) for e in frame["entity"].unique()]
@@ -287,16 +291,11 @@ def revealed(covered: Sequence[Covered]) -> Topology:
 
     Several nodes reveal nothing: which service runs where is then the config's to say.
     """
-    nodes = {
-        k.partition(":")[2]
-        for c in covered
-        if c.family in ("processes", "bottleneck")
-        for k in c.keys
-    }
+    nodes = {k.partition(":")[2] for c in covered if _about(c.family) == "node" for k in c.keys}
     if len(nodes) != 1:
         return Topology()
     services = {
-        k.partition(":")[2] for c in covered if c.family in ("workload", "segments") for k in c.keys
+        k.partition(":")[2] for c in covered if _about(c.family) == "service" for k in c.keys
     }
     node = next(iter(nodes))
     return Topology({service: (node,) for service in sorted(services)})

@@ -29,4 +29,5 @@ FAMILY = Family(
         "upgrade": "Compare the options by cost per unit of added throughput before buying.",
     },
     checks=("bottleneck",),
+    about="node",
 )

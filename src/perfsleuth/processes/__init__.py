@@ -40,4 +40,5 @@ FAMILY = Family(
         "cap_exceeded",
         "capture_ratio",
     ),
+    about="node",
 )

@@ -27,4 +27,5 @@ FAMILY = Family(
         "signature comparison names the transaction types that got slower.",
     },
     checks=("workload_segments",),
+    about="service",
 )

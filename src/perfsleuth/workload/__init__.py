@@ -22,4 +22,5 @@ FAMILY = Family(
         "saturated resource, a stuck dependency or failing requests.",
     },
     checks=("workload_mix",),
+    about="service",
 )
