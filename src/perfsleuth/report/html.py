@@ -47,7 +47,7 @@ from perfsleuth.report.common import (
     next_step,
     summary_counts,
 )
-from perfsleuth.report.plots import PLOT_TEMPLATE, downsample_indices, plot_text
+from perfsleuth.report.plots import PLOT_TEMPLATE, downsample_indices, plot_text, plot_time
 from perfsleuth.report.section import Cell, Section, Table
 
 if TYPE_CHECKING:
@@ -343,16 +343,11 @@ def _prepare(frame: pd.DataFrame, max_points: int) -> _Series | None:
     return _Series(x=x, y=y[keep], unit=unit, points=len(t))
 
 
-def _plot_time(value: datetime) -> str:
-    """A time as plotly.js reads it: UTC wall clock, no offset (plotly.js has no time zones)."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
-
-
 def _line_figure(finding: Finding, data: _Series) -> str:
     import plotly.graph_objects as go
 
     colour = SEVERITY_COLOURS[finding.severity]
-    start = _plot_time(finding.start)
+    start = plot_time(finding.start)
     marker: dict[str, Any]
     if finding.kind is Kind.CHANGE_POINT or finding.start == finding.end:
         marker = {
@@ -371,7 +366,7 @@ def _line_figure(finding: Finding, data: _Series) -> str:
             "xref": "x",
             "yref": "paper",
             "x0": start,
-            "x1": _plot_time(finding.end),
+            "x1": plot_time(finding.end),
             "y0": 0,
             "y1": 1,
             "fillcolor": colour,
@@ -583,7 +578,7 @@ def _timeline(items: Sequence[Finding]) -> dict[str, Any]:
         span_y: list[str | None] = []
         for _, f in mine:
             if f.end > f.start:
-                span_x += [_plot_time(f.start), _plot_time(f.end), None]
+                span_x += [plot_time(f.start), plot_time(f.end), None]
                 span_y += [_short(family_of(f)), _short(family_of(f)), None]
         if span_x:
             traces.append(
@@ -600,7 +595,7 @@ def _timeline(items: Sequence[Finding]) -> dict[str, Any]:
             )
         traces.append(
             go.Scatter(
-                x=[_plot_time(f.start) for _, f in mine],
+                x=[plot_time(f.start) for _, f in mine],
                 y=[_short(family_of(f)) for _, f in mine],
                 mode="markers",
                 marker={

@@ -8,12 +8,11 @@ question (when, workload, application, process, resource). Nothing is recomputed
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from perfsleuth.findings import Severity
 from perfsleuth.report.common import format_time
-from perfsleuth.report.plots import layout, plot_text, title
+from perfsleuth.report.plots import layout, plot_text, plot_time, title
 from perfsleuth.report.section import Section, Table
 
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ def _timeline(incident: Incident) -> Figure:
     for link in incident.chain:
         for finding in link.findings:
             row = _ROWS[link.step]
-            start, end = _plot_time(finding.start), _plot_time(finding.end)
+            start, end = plot_time(finding.start), plot_time(finding.end)
             colour = _COLOURS.get(finding.severity, "#6b7280")
             text = (
                 f"<b>{plot_text(finding.kind.value)}</b> · {plot_text(finding.entity)}<br>"
@@ -100,8 +99,3 @@ def _timeline(incident: Incident) -> Figure:
         xaxis={"type": "date"},
     )
     return figure
-
-
-def _plot_time(value: datetime) -> str:
-    """A time as plotly.js reads it: UTC wall clock, no offset."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]

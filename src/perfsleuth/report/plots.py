@@ -8,6 +8,7 @@ data string goes through :func:`plot_text`. Long series are drawn from
 from __future__ import annotations
 
 import html
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ __all__ = [
     "downsample_indices",
     "layout",
     "plot_text",
+    "plot_time",
     "title",
 ]
 
@@ -84,6 +86,11 @@ def title(text: str) -> dict[str, Any]:
 def plot_text(value: str) -> str:
     """Escape a data string for plotly.js, which reads text as a small subset of HTML."""
     return html.escape(value, quote=False)
+
+
+def plot_time(value: datetime) -> str:
+    """A time as plotly.js reads it: UTC wall clock, no offset (plotly.js has no time zones)."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
 
 
 def downsample_indices(values: npt.ArrayLike, max_points: int) -> npt.NDArray[np.intp]:
