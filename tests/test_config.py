@@ -179,3 +179,25 @@ def test_every_toml_loader_refuses_bad_text_in_one_line(
     assert len(lines) == 1 and lines[0].startswith(f"perfsleuth: error: {path}"), err
     expected = "not UTF-8 text" if case == "not UTF-8" else "nested too deeply"
     assert expected in lines[0]
+
+
+def test_topology_joins_a_service_named_twice_and_bad_entries_name_their_line(
+    tmp_path: Path,
+) -> None:
+    from perfsleuth.run import plan_from_config
+
+    good = tmp_path / "good.toml"
+    good.write_text(
+        '[[topology]]\nservice = "shop"\nnodes = ["app-1:9100"]\n'
+        '[[topology]]\nservice = "shop"\nnodes = ["db-1"]\n',
+        encoding="utf-8",
+    )
+    plan = plan_from_config(load_config(good), base=tmp_path)
+    assert plan.topology.services == {"shop": ("app-1", "db-1")}
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[topology]]\nservice = "shop"\nnodes = []\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bad\.toml:3: topology\.0\.nodes"):
+        load_config(bad)
+    bad.write_text('[[topology]]\nservice = ""\nnode = ["a"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"topology\.0\.node: Extra inputs"):
+        load_config(bad)
