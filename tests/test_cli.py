@@ -428,7 +428,7 @@ def test_control_characters_in_data_are_shown_not_obeyed(
         if fmt == "table":
             assert "\\x1b[2J" in out  # shown, escaped
         else:
-            found = read_jsonl(out) if fmt == "jsonl" else json.loads(out)
+            found = read_jsonl(out) if fmt == "jsonl" else json.loads(out)["findings"]
             assert found  # escaped JSON still reads back
     bad = tmp_path / "bad\x1b[31m.csv"
     bad.write_text("time,entity,metric,value\n1700000000,a,m,\x1b[5mfast\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from email import message_from_string
 from email.policy import default
@@ -238,3 +239,40 @@ def test_a_link_is_as_strong_as_its_finding() -> None:
     assert strengths["when"] == pytest.approx(1.0, abs=1e-6)
     assert strengths["application"] == pytest.approx(0.999)
     assert strengths["workload"] == 0.5  # from its severity, not 1 − p
+
+
+def test_the_webhook_carries_the_incident_and_it_is_one_ticket(tmp_path: Path) -> None:
+    from perfsleuth.notify import notify
+    from perfsleuth.notify.outbox import Outbox
+    from perfsleuth.notify.settings import NotifySettings
+
+    findings = [LOOP, SATURATED, RELEASE, CHANGE]
+    incidents = find_incidents(findings, topology=TOPOLOGY)
+    told = [i for i in incidents if len(i.findings) > 1]
+    settings = NotifySettings(webhook="http://127.0.0.1:9/hook", tickets=str(tmp_path / "t"))
+    notify(findings, settings, outbox=tmp_path / "box", now=T0, incidents=incidents)
+    items = [item for _, item in Outbox(tmp_path / "box").pending()]
+    (hook,) = [item.payload["body"] for item in items if item.channel == "webhook"]
+    assert isinstance(hook, dict)
+    assert [i["incident"] for i in hook["incidents"]] == [i.id for i in told]
+    assert set(hook["incidents"][0]["findings"]) == {f.id for f in told[0].findings}
+    assert {f["id"] for f in hook["findings"]} == {f.id for f in findings}  # all still there
+    tickets = [json.loads(p.read_text()) for p in sorted((tmp_path / "t").iterdir())]
+    (story,) = [t for t in tickets if "story" in t]
+    assert story["story"] == told[0].story and story["priority"] == "high"
+    alone = [t for t in tickets if "story" not in t]
+    assert sorted(t["id"] for t in alone) == sorted(
+        f.id for f in findings if f not in told[0].findings
+    )
+
+    # a stealthy finding keeps its incident's story from the public channels
+    stealthy = NotifySettings(
+        webhook="http://127.0.0.1:9/hook", stealth_kinds=(told[0].findings[0].kind.value,)
+    )
+    notify(findings, stealthy, outbox=tmp_path / "box2", now=T0, incidents=incidents)
+    (hook,) = [
+        item.payload["body"]
+        for _, item in Outbox(tmp_path / "box2").pending()
+        if item.channel == "webhook"
+    ]
+    assert isinstance(hook, dict) and hook["incidents"] == []

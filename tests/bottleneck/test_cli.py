@@ -62,7 +62,7 @@ def test_simulate_then_infer_with_upgrades_and_report(
         str(report),
     )
     assert code == 1, err  # an error-severity bottleneck
-    findings = json.loads(out)
+    findings = json.loads(out)["findings"]
     assert [f["kind"] for f in findings] == ["bottleneck", "upgrade"]
     assert findings[0]["metric"] == "memory"
     page = report.read_text()

@@ -159,7 +159,7 @@ def test_inference_from_a_real_collection(
         main(["--format", "json", "bottleneck", "infer", str(path), "--min-utilisation", "0.1"])
     out, err = capsys.readouterr()
     assert exit_info.value.code in (0, 1, None), err
-    findings = json.loads(out)
+    findings = json.loads(out)["findings"]
     assert [f["kind"] for f in findings] == ["bottleneck"]
     assert findings[0]["entity"] == "here"
 
@@ -227,7 +227,7 @@ def test_inference_from_a_real_sar_file(capsys: pytest.CaptureFixture[str]) -> N
         main(["--format", "json", "bottleneck", "infer", str(SAR), "--min-utilisation", "0.01"])
     out, err = capsys.readouterr()
     assert exit_info.value.code in (0, 1, None), err
-    assert [f["kind"] for f in json.loads(out)] == ["bottleneck"]
+    assert [f["kind"] for f in json.loads(out)["findings"]] == ["bottleneck"]
 
 
 def test_sar_u_all_names_reach_the_model() -> None:

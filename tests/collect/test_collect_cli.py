@@ -329,7 +329,7 @@ def test_collect_a_cgroup_into_the_store_then_infer(
         "--min-utilisation", "0.1", "--window", "1h",
     )  # fmt: skip
     assert code in (0, 1), err
-    findings = json.loads(out)
+    findings = json.loads(out)["findings"]
     assert [f["kind"] for f in findings] == ["bottleneck"]
     assert findings[0]["entity"] == "here"
 
@@ -364,7 +364,7 @@ def test_collect_into_a_counter_file_then_infer(
         "--min-utilisation", "0.1", "--window", "1h",
     )  # fmt: skip
     assert code in (0, 1), err
-    assert [f["kind"] for f in json.loads(out_text)] == ["bottleneck"]
+    assert [f["kind"] for f in json.loads(out_text)["findings"]] == ["bottleneck"]
 
 
 def _disks() -> set[str]:

@@ -148,8 +148,13 @@ families = ["changepoints", "processes"]
     )
     code, out, err = cli(["--format", "json", "--fail-on", "error", "analyze", str(config)], capsys)
     assert code == 1, err
-    findings = json.loads(out)
+    answer = json.loads(out)
+    findings = answer["findings"]
     assert findings and {f["kind"] for f in findings} == {"change_point"}
+    # the incidents name their findings by id, every finding is in exactly one
+    grouped = [ident for incident in answer["incidents"] for ident in incident["findings"]]
+    assert sorted(grouped) == sorted(f["id"] for f in findings)
+    assert all(incident["chain"] and incident["story"] for incident in answer["incidents"])
     assert "report:" in err and (tmp_path / "perfsleuth-out" / "report.html").exists()
     assert "processes" not in {f["detector"] for f in findings}
 

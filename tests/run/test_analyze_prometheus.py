@@ -104,7 +104,7 @@ def test_analyze_real_prometheus_and_a_file(
     assert all(int(rows.replace(",", "")) > 0 for rows in read.values()), read
 
     assert "processes skipped" not in err and "bottleneck skipped" not in err, err
-    findings = json.loads(out)
+    findings = json.loads(out)["findings"]
     assert {"change_point"} <= {f["kind"] for f in findings}  # from the file
     with Store(tmp_path / "store.duckdb", read_only=True) as db:
         counters = db.read_frame("counter")

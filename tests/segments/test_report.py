@@ -187,7 +187,7 @@ def test_cli_cpu_samples_join_transaction_logs(
     assert code == 0, err
     saved = pd.read_parquet(tmp_path / "w.parquet")
     np.testing.assert_allclose(saved["cpu_util"], frame["cpu_util"], rtol=1e-9)
-    assert any(f["kind"] == "workload_anomaly" for f in json.loads(out))
+    assert any(f["kind"] == "workload_anomaly" for f in json.loads(out)["findings"])
 
 
 def test_cli_cpu_of_takes_the_services_own_cpu_from_a_process_table(

@@ -81,7 +81,7 @@ def test_online_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     )
     assert code == 0, err
     assert "opened" in err
-    assert json.loads(out)
+    assert json.loads(out)["findings"]
 
 
 def test_strict_fails_on_the_first_bad_line(

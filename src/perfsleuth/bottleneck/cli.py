@@ -140,7 +140,8 @@ def infer_command(
         command=f"perfsleuth bottleneck infer {', '.join(map(str, counters))}",
         skip_unsuitable=False,
     )
-    emit(ctx, execute(plan).findings)
+    result = execute(plan)
+    emit(ctx, result.findings, incidents=result.incidents)
 
 
 def _counter_source(path: Path, messy: Messy) -> Source:

@@ -143,4 +143,5 @@ def changepoints_command(
         command=f"perfsleuth changepoints {file}",
         skip_unsuitable=False,
     )
-    emit(ctx, execute(plan).findings)
+    result = execute(plan)
+    emit(ctx, result.findings, incidents=result.incidents)

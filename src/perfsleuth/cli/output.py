@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from perfsleuth.findings import Finding
+    from perfsleuth.incidents import Incident
     from perfsleuth.notify.settings import NotifySettings
     from perfsleuth.run import Plan, RunResult
 
@@ -113,14 +114,35 @@ def note(message: str) -> None:
     typer.echo(printable(message), err=True)
 
 
-def emit(ctx: typer.Context, findings: Sequence[Finding], *, title: str | None = None) -> None:
-    """Print findings in the chosen format, then exit 1 if any reach ``--fail-on``."""
-    from perfsleuth.report import render_findings
+def emit(
+    ctx: typer.Context,
+    findings: Sequence[Finding],
+    *,
+    incidents: Sequence[Incident] | None = None,
+    title: str | None = None,
+) -> None:
+    """Print findings in the chosen format, then exit 1 if any reach ``--fail-on``.
+
+    ``json`` is one object, ``{"findings": [...], "incidents": [...]}``: the run's
+    ``incidents``, or (for commands that do not run a plan) the findings grouped by
+    :func:`perfsleuth.incidents.find_incidents`. ``jsonl`` stays one finding per line.
+    """
+    from perfsleuth.report import render_findings, render_json
 
     options: Options = ctx.obj
     if options.format is Format.table and title:
         typer.echo(title)
-    typer.echo(render_findings(list(findings), options.format.value), nl=False)
+    if options.format is Format.json:
+        if incidents is None:
+            from perfsleuth.incidents import find_incidents
+
+            incidents = find_incidents(findings)
+        typer.echo(render_json(findings, [i.to_dict() for i in incidents]), nl=False)
+    else:
+        text = render_findings(
+            list(findings), "jsonl" if options.format is Format.jsonl else "table"
+        )
+        typer.echo(text, nl=False)
     if options.fail_on is not FailOn.none:
         from perfsleuth.findings import Severity
 

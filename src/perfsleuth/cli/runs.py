@@ -69,7 +69,12 @@ def demo_command(
     result = execute(demo_plan(out, store, seed=seed))
     for step in result.steps:
         note(f"{family(step.family).title}: {len(step.findings)} finding(s)")
-    emit(ctx, result.findings, title=f"{len(result.findings)} finding(s) in the demo data")
+    emit(
+        ctx,
+        result.findings,
+        incidents=result.incidents,
+        title=f"{len(result.findings)} finding(s) in the demo data",
+    )
 
 
 def analyze_command(
@@ -103,6 +108,7 @@ def analyze_command(
     emit(
         ctx,
         result.findings,
+        incidents=result.incidents,
         title=f"{len(result.findings)} finding(s) from {ran} famil{'y' if ran == 1 else 'ies'}",
     )
 
@@ -250,7 +256,8 @@ def detect_command(
         Outputs(store=store, report=report, title="perfsleuth detect"),
         command=f"perfsleuth detect {' '.join(map(str, files))}",
     )
-    emit(ctx, execute(plan).findings)
+    result = execute(plan)
+    emit(ctx, result.findings, incidents=result.incidents)
 
 
 def report_command(

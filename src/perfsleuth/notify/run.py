@@ -5,7 +5,9 @@ The policy (Kaminski §2.1 and §3):
 * **one combined summary per run** and audience, never one message per finding — except that
   an incident whose findings come from more than one family (:mod:`perfsleuth.incidents`: one
   story, e.g. a latency change, the transaction that got slower and the CPU it saturates) gets
-  a message of its own that opens with its story;
+  a message of its own that opens with its story; likewise the webhook body carries such
+  incidents (story and finding ids) beside the findings, and such an incident is one ticket,
+  not one per finding;
 * **duplicates within a run are suppressed**: findings about the same pathology (kind, entity,
   metric) are notified once, the most severe kept;
 * **repeat while it persists**: a pathology notified less than ``repeat`` ago (default a day,
@@ -181,15 +183,21 @@ def _queue(
     incidents: Sequence[Incident] = (),
 ) -> None:
     public = [f for f in due if not _stealthy(f, settings)]
-    audiences = [(list(settings.analysts), due, f"{title} (FYEO)")]
+    # a story that mentions a stealthy finding is for the analysts only
+    open_incidents = [i for i in incidents if not any(_stealthy(f, settings) for f in i.findings)]
+    audiences = [(list(settings.analysts), due, f"{title} (FYEO)", incidents)]
     if not settings.stealth:
-        audiences.append((list(settings.recipients), public, title))
-    for to, chosen, heading in audiences:
+        audiences.append((list(settings.recipients), public, title, open_incidents))
+    for to, chosen, heading, stories in audiences:
         if not to or not chosen:
             continue
-        for group, story in _messages(chosen, incidents):
+        for group, incident in _messages(chosen, stories):
             summary = render_summary(
-                group, title=heading, graphs=graphs, repeats=repeats, story=story
+                group,
+                title=heading,
+                graphs=graphs,
+                repeats=repeats,
+                story=incident.story if incident else "",
             )
             box.put(
                 OutboxItem(
@@ -203,6 +211,7 @@ def _queue(
                     ),
                 )
             )
+    told = _messages(public, open_incidents)
     if settings.webhook and public and not settings.stealth:
         body = {
             "title": title,
@@ -210,22 +219,39 @@ def _queue(
             "findings": [
                 {**f.to_dict(), "repeat": f.id in repeats, "node": _node(f)} for f in public
             ],
+            "incidents": [_told(incident, group) for group, incident in told if incident],
         }
         # the URL (and any secret in it) stays in the settings: delivery takes it from there
         box.put(OutboxItem("webhook", {"body": body}))
     if settings.tickets and not settings.stealth:
-        for f in public:
-            digest = hashlib.blake2b(pathology_key(f).encode(), digest_size=6).hexdigest()
-            name = f"{when:%Y%m%dT%H%M%S}-{f.kind.value}-{_safe(_node(f))}-{digest}.json"
-            ticket = {
-                **f.to_dict(),
-                "node": _node(f),
-                "repeat": f.id in repeats,
-                "priority": "high" if f.severity >= Severity.ERROR else "normal",
-            }
-            box.put(
-                OutboxItem("ticket", {"folder": settings.tickets, "file": name, "ticket": ticket})
-            )
+        for group, incident in told:
+            for f in group if incident is None else ():
+                digest = hashlib.blake2b(pathology_key(f).encode(), digest_size=6).hexdigest()
+                name = f"{when:%Y%m%dT%H%M%S}-{f.kind.value}-{_safe(_node(f))}-{digest}.json"
+                ticket = {
+                    **f.to_dict(),
+                    "node": _node(f),
+                    "repeat": f.id in repeats,
+                    "priority": _priority(f.severity),
+                }
+                box.put(
+                    OutboxItem(
+                        "ticket", {"folder": settings.tickets, "file": name, "ticket": ticket}
+                    )
+                )
+            if incident is not None:
+                name = f"{when:%Y%m%dT%H%M%S}-incident-{incident.id}.json"
+                ticket = {
+                    **_told(incident, group),
+                    "repeat": all(f.id in repeats for f in group),
+                    "priority": _priority(max(f.severity for f in group)),
+                    "details": [{**f.to_dict(), "node": _node(f)} for f in group],
+                }
+                box.put(
+                    OutboxItem(
+                        "ticket", {"folder": settings.tickets, "file": name, "ticket": ticket}
+                    )
+                )
     for f in due if history else ():
         box.put(
             OutboxItem(
@@ -243,24 +269,41 @@ def _queue(
 
 def _messages(
     chosen: Sequence[Finding], incidents: Sequence[Incident]
-) -> list[tuple[list[Finding], str]]:
-    """The e-mails for ``chosen``: one per incident with findings of several families (its
-    story first), then one combined summary of the rest."""
+) -> list[tuple[list[Finding], Incident | None]]:
+    """The messages for ``chosen``: one per incident with findings of several families (told
+    by its story), then the rest together (``None``: one combined summary)."""
     from perfsleuth.families import family_of
 
-    out: list[tuple[list[Finding], str]] = []
+    out: list[tuple[list[Finding], Incident | None]] = []
     taken: set[str] = set()
     ids = {f.id for f in chosen}
     for incident in incidents:
         mine = [f for f in incident.findings if f.id in ids]
         families = {found.name if (found := family_of(f)) else "" for f in incident.findings}
         if len(families) > 1 and mine:
-            out.append((mine, incident.story))
+            out.append((mine, incident))
             taken.update(f.id for f in mine)
     rest = [f for f in chosen if f.id not in taken]
     if rest:
-        out.append((rest, ""))
+        out.append((rest, None))
     return out
+
+
+def _told(incident: Incident, group: Sequence[Finding]) -> dict[str, object]:
+    """An incident as a webhook or ticket carries it: its story and the ids of the findings
+    this audience may see (a stealthy finding's id stays out)."""
+    return {
+        "incident": incident.id,
+        "title": incident.title,
+        "story": incident.story,
+        "start": incident.start.isoformat(),
+        "end": incident.end.isoformat(),
+        "findings": [f.id for f in group],
+    }
+
+
+def _priority(severity: Severity) -> str:
+    return "high" if severity >= Severity.ERROR else "normal"
 
 
 def _safe(name: str) -> str:

@@ -126,7 +126,7 @@ def scan_command(
             note(f"coverage: {line}")
         if coverage is not None:
             write_json(coverage, analysis.coverage_dict())
-    emit(ctx, result.findings)
+    emit(ctx, result.findings, incidents=result.incidents)
 
 
 def write_json(path: Path, data: object) -> None:

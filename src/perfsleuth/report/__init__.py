@@ -8,7 +8,7 @@ console and JSON renderers. plotly is imported only when a figure is drawn.
 from __future__ import annotations
 
 from perfsleuth.report.console import findings_table, summary_counts
-from perfsleuth.report.formats import render_findings
+from perfsleuth.report.formats import render_findings, render_json
 from perfsleuth.report.html import Section, Table, render_html, write_html
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "findings_table",
     "render_findings",
     "render_html",
+    "render_json",
     "summary_counts",
     "write_html",
 ]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from perfsleuth.findings import Finding, write_jsonl
 
-__all__ = ["FORMATS", "Format", "render_findings"]
+__all__ = ["FORMATS", "Format", "render_findings", "render_json"]
 
 Format = Literal["table", "json", "jsonl"]
 FORMATS: tuple[Format, ...] = ("table", "json", "jsonl")
@@ -55,6 +55,19 @@ def render_findings(findings: Iterable[Finding], fmt: Format, *, width: int | No
             console.print("No findings.", markup=False)
         return buffer.getvalue()
     raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def render_json(findings: Iterable[Finding], incidents: Iterable[Mapping[str, object]]) -> str:
+    """A run's answer as one JSON object (indent 2): ``{"findings": [...], "incidents": [...]}``.
+
+    ``incidents`` are :meth:`perfsleuth.incidents.Incident.to_dict` records; each names its
+    findings (and each link of its chain its own) by finding id, so a program can join them.
+    """
+    document = {
+        "findings": [f.to_dict() for f in findings],
+        "incidents": [dict(incident) for incident in incidents],
+    }
+    return _escaped(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
 
 
 # Controls JSON leaves as they are (it escapes only U+0000..U+001F): DEL, C1, bidi overrides.

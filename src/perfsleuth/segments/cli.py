@@ -96,4 +96,5 @@ def segments_command(
         command="perfsleuth segments",
         skip_unsuitable=False,
     )
-    emit(ctx, execute(plan).findings)
+    result = execute(plan)
+    emit(ctx, result.findings, incidents=result.incidents)

@@ -124,4 +124,4 @@ def workload_command(
     if save is not None and "workload" in result.loaded.frames:
         result.loaded.frames["workload"].to_parquet(save)
         note(f"workload frame: {save}")
-    emit(ctx, result.findings)
+    emit(ctx, result.findings, incidents=result.incidents)
