@@ -446,7 +446,8 @@ def _absent(
         seen = _names(step, frozenset().union(*(c.keys & keys for c in looked)))
         text = {
             "when": f"no change point in the series of {seen}",
-            "workload": f"the transaction mix of {seen} explains its response time",
+            "workload": f"no workload anomaly in {seen}: its transaction-mix model leaves no "
+            "response time unexplained",
             "application": f"no transaction type of {seen} changed its CPU cost",
             "process": f"no process pathology on {seen}",
             "resource": f"no saturated resource on {seen}",
