@@ -23,6 +23,7 @@ Usage::
 
     .venv/bin/python benchmarks/segments_accuracy.py                  # the committed corpus
     .venv/bin/python benchmarks/segments_accuracy.py --runs build/corpus --half tune -v
+    .venv/bin/python benchmarks/segments_accuracy.py --cpu-evidence   # what the CPU alone says
 """
 
 from __future__ import annotations
@@ -30,14 +31,23 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from perfsleuth.cli.inputs import WorkloadFormat, workload_source
 from perfsleuth.datasets.segments import RunScore, RunTruth, score_run
 from perfsleuth.findings import Finding
-from perfsleuth.segments.detector import SegmentDetector
+from perfsleuth.segments.detector import SegmentDetector, _read
+from perfsleuth.segments.kernels.cpumodel import ShiftTest, shift_test
+from perfsleuth.segments.model import Windows
+from perfsleuth.sources.load import read_source
 
 CORPUS = Path(__file__).resolve().parent / "data" / "segments"
 WINDOWS = (1, 5)
@@ -67,9 +77,6 @@ def halves(corpus: Path) -> dict[str, str]:
 
 def analyse_run(folder: Path, window_s: int, cpu: str) -> tuple[tuple[Finding, ...], float]:
     """The segments family's findings on one configuration, read as the CLI reads it."""
-    from perfsleuth.cli.inputs import WorkloadFormat, workload_source
-    from perfsleuth.sources.load import read_source
-
     spec = workload_source(
         [folder / f"agg_{window_s}s.csv"],
         WorkloadFormat.aggregated,
@@ -139,14 +146,97 @@ def table(outcomes: list[Outcome], truths: dict[str, RunTruth]) -> str:
     return "\n".join(lines)
 
 
+def cpu_evidence(corpus: Path, half: str | None, only: list[str]) -> str:
+    """What the CPU alone says, run by run, against the truth (``--cpu-evidence``).
+
+    Per configuration, the per-type CPU-cost shift test
+    (:func:`~perfsleuth.segments.kernels.cpumodel.shift_test`, HAC lag 20 s) at the real change
+    (all windows before against all after, the hog's windows ±2 s left out) and at every mix
+    change more than 20 s before it (on the windows before the real change): the changed
+    types' ``t``, the type with the largest ``|t|``, and what the test names
+    (:meth:`~perfsleuth.segments.kernels.cpumodel.ShiftTest.changed` at the detector's
+    defaults; ``-``: nothing). Then the hog's CPU as the ``all`` series holds it (``all`` −
+    ``db``, cores).
+    """
+    lines = ["run   win cpu changed  t of changed | largest |t| | named; named at each mix change"]
+    for run, part in sorted(halves(corpus).items()):
+        if (half is not None and part != half) or (only and run not in only):
+            continue
+        truth = RunTruth.read(corpus / run / "truth.json")
+        hog = truth.hog or (truth.change_at, truth.change_at)
+        hog0, hog1 = hog[0].timestamp(), hog[1].timestamp()
+        change = truth.change_at.timestamp()
+        for window_s in WINDOWS:
+            for cpu in CPUS:
+                spec = workload_source(
+                    [corpus / run / f"agg_{window_s}s.csv"],
+                    WorkloadFormat.aggregated,
+                    cpu=corpus / run / f"cpu_{cpu}.csv",
+                )
+                data = _read(read_source(spec)[0])
+                stamps = data.start.astype("datetime64[ms]").astype(np.float64) / 1e3
+                rows = np.flatnonzero(~((stamps + data.width > hog0 - 2) & (stamps < hog1 + 2)))
+                test, named = _shift_at(data, rows, stamps[rows] >= change)
+                ts = {s.name: s.t for s in test.shifts}
+                mine = " ".join(f"{c}:{ts.get(c, math.nan):+.1f}" for c in truth.changed)
+                top = f"{test.shifts[0].name}:{test.shifts[0].t:+.1f}" if test.shifts else "-"
+                early = rows[stamps[rows] < change]
+                mixes = []
+                for phase in truth.phase_starts[1:]:
+                    edge = phase.timestamp()
+                    n_before = int(np.sum(stamps[early] < edge))
+                    if edge < change - 20 and min(n_before, len(early) - n_before) >= 10:
+                        mixes.append(_shift_at(data, early, stamps[early] >= edge)[1])
+                lines.append(
+                    f"{run:<5} {window_s}s  {cpu:<3} {','.join(truth.changed):<8} {mine:<12} | "
+                    f"{top:<11} | {named}; {' '.join(mixes)}"
+                )
+        share = json.loads((corpus / run / "truth.json").read_text())["hog_share"]
+        both = pd.read_csv(corpus / run / "cpu_all.csv").merge(
+            pd.read_csv(corpus / run / "cpu_db.csv"), on="time", suffixes=("_all", "_db")
+        )
+        during = (both["time"] > hog0 + 2) & (both["time"] < hog1 - 2)
+        extra = (both["cpu_util_all"] - both["cpu_util_db"]) * both["cpu_cores_all"]
+        inside, outside = float(extra[during].mean()), float(extra[~during].mean())
+        lines.append(
+            f"{run:<5} the hog: planned {share:.2f} of a core; all − db during it "
+            f"{inside:.2f} cores, outside it {outside:.2f}"
+        )
+    return "\n".join(lines)
+
+
+def _shift_at(
+    data: Windows, rows: NDArray[np.intp], late: NDArray[np.bool_]
+) -> tuple[ShiftTest, str]:
+    """The shift test of ``rows`` split by ``late``, and the types it names (``-``: none)."""
+    det = SegmentDetector()
+    test = shift_test(
+        data.counts[rows],
+        data.cpu[rows],
+        data.width[rows],
+        late,
+        names=data.types,
+        lag=max(2, round(20 / float(np.median(data.width)))),
+    )
+    direction = det._direction(data, rows[~late], rows[late])
+    return test, ",".join(test.changed(det.alpha, det.min_change, direction)) or "-"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=Path, default=CORPUS, help="corpus folder")
     parser.add_argument("--half", choices=("tune", "held"), default=None)
     parser.add_argument("--only", nargs="*", default=[], help="run names")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each finding")
+    parser.add_argument(
+        "--cpu-evidence", action="store_true", help="what the CPU alone says (cpu_evidence)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    if args.cpu_evidence:
+        logging.getLogger("perfsleuth").setLevel(logging.ERROR)
+        print(cpu_evidence(args.runs, args.half, args.only))
+        return 0
     outcomes = run_all(args.runs, args.half, args.only)
     truths = {o.run: RunTruth.read(args.runs / o.run / "truth.json") for o in outcomes}
     print(table(outcomes, truths))

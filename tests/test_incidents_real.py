@@ -42,12 +42,6 @@ def test_the_release_is_one_incident_that_links_latency_application_and_cpu(
     assert not links["process"].no_data  # the collector's process data covered db-1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 18: on this saturated host the segments family calls the release a workload "
-    "change ('no transaction type's service time changed'), so the chain's application link "
-    "does not name report",
-)
 def test_the_application_link_names_the_released_transaction(analysed: RunResult) -> None:
     truth = json.loads((RECORDING / "truth.json").read_text(encoding="utf-8"))
     (incident,) = [i for i in analysed.incidents if "db-1" in i.entities and len(i.findings) > 1]

@@ -431,3 +431,48 @@ def test_min_size_sets_the_shortest_segment() -> None:
     assert min(p.windows for p in analysis.pieces) >= 12
     with pytest.raises(ValueError, match="min_segment"):
         SegmentDetector(min_segment=12)  # type: ignore[call-arg]  # renamed min_size
+
+
+# -- a saturated host: response times are the queue, the CPU names the changed type ---------
+
+MIX2 = {"home": 0.08, "new_products": 0.16, "best_sellers": 0.2, "product_detail": 0.12,
+        "search": 0.04, "cart": 0.24, "buy": 0.16}  # fmt: skip
+
+
+def _queued(changed: tuple[str, ...], seed: int) -> pd.DataFrame:
+    """Four phases of two mixes; from window 120 the ``changed`` types cost twice their CPU.
+    Every transaction's response time is the same queueing delay, drawn per window, whatever
+    its type: no service time can stand out."""
+    demand = {"home": 0.008, "new_products": 0.012, "best_sellers": 0.020, "search": 0.010,
+              "cart": 0.006, "buy": 0.015}  # fmt: skip
+    extra = {name: demand[name] for name in changed}
+    phases = [Phase(60, SHOP, [20.0, 30.0], wander=0.3), Phase(60, MIX2, [25.0], wander=0.3),
+              Phase(60, SHOP, [20.0, 30.0], wander=0.3, extra=extra),
+              Phase(60, MIX2, [25.0], wander=0.3, extra=extra)]  # fmt: skip
+    frame = simulate_segments(phases, seed=seed).frame.copy()
+    queue = np.random.default_rng(seed + 1000).lognormal(0.0, 0.5, len(frame))
+    for name in SHOP:
+        frame[f"rt_sum[{name}]"] = frame[f"n[{name}]"] * queue
+    return frame
+
+
+@pytest.mark.parametrize(
+    ("changed", "seed"),
+    [(("home",), 0), (("search",), 0), (("cart",), 0), (("buy",), 1), (("home", "buy"), 1)],
+)
+def test_on_a_saturated_host_the_cpu_names_each_changed_type(
+    changed: tuple[str, ...], seed: int
+) -> None:
+    analysis = SegmentDetector().analyse(_queued(changed, seed))
+    assert analysis.episodes == ()
+    (boundary,) = analysis.boundaries
+    assert (boundary.index, boundary.kind) == (120, "application_change")
+    assert set(boundary.named) == set(changed) and not boundary.tentative
+    for cost in boundary.costs:
+        assert cost.low > 0 and cost.relative == pytest.approx(1.0, abs=0.3)  # twice as heavy
+
+
+def test_on_a_saturated_host_a_change_of_mix_alone_is_no_application_change() -> None:
+    analysis = SegmentDetector().analyse(_queued((), 0))
+    assert not [b for b in analysis.boundaries if b.kind == "application_change"]
+    assert analysis.episodes == ()

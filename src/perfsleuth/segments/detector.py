@@ -22,9 +22,11 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    is in excess (*residual rule*). It is an anomaly when, besides, no transaction type's
    service time stands out (*signature rule*: the paper's two techniques together — CPU used
    by a process outside the application stretches every type alike, a change of code singles
-   one out). A short segment (under ``min_duration`` seconds, or too few windows for a model of
-   its own) is an anomaly when the residual rule fires in either direction; otherwise it joins
-   the neighbour that explains it best. At either end of the data, with one neighbour, the
+   one out) and, where the excess did not come and go, the CPU singles out no type whose cost
+   rose (step 4: on a saturated host the latencies are queueing). A short segment (under
+   ``min_duration`` seconds, or too few windows for a model of its own) is an anomaly when
+   the residual rule fires in either direction; otherwise it joins the neighbour that
+   explains it best. At either end of the data, with one neighbour, the
    paper's *idle rule* may fire too (``C0`` above ``idle_util`` of the machine, significantly).
    Consecutive anomalous segments form one ``workload_anomaly`` finding.
 4. **reconciles** consecutive normal segments (anomalies filtered out), the most alike first:
@@ -37,12 +39,26 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    ``allowed_error`` and significantly, Chow F-test at ``alpha``) it is an
    ``application_change``. Each application change is then placed where the two periods'
    models fit best (least squares over the stretch between its neighbouring boundaries).
+   **The CPU's own evidence.** On a saturated host response times are mostly queueing, which
+   every type waits in alike, so no service time stands out even when one type got much
+   heavier. A cut between the spans of one period where the CPU models differ by more than
+   ``allowed_error`` is therefore also an application change when the CPU names the types
+   (:func:`~perfsleuth.segments.kernels.cpumodel.shift_test`: one regression with every
+   type's after-shift, Newey–West errors): their shift is significant (Bonferroni over the
+   types), in the direction the CPU moved and at least ``min_change`` of their cost; no type
+   changed the other way, the rest moved jointly by no more than ``min_change`` and not every
+   type moved (:meth:`~perfsleuth.segments.kernels.cpumodel.ShiftTest.changed`: a linear model
+   that misses under a new mix trades one type's cost against another's, CPU used outside the
+   application stretches them all); both sides last ``min_duration`` seconds; and each type
+   named still shifts significantly, at least half as far, between the earlier half of the
+   period before and the later half of the period after (the change lasts).
 5. **names the changed types** from the signature: every window of both periods is fitted by
    the types' service times with the window's common conditions (shared wait, shared stretch)
    taken out, and the types whose own service time moved the most, in the direction the CPU
    moved, are named, the most certain first
    (:func:`~perfsleuth.segments.kernels.signature.compare_service`; ``min_change`` is the
-   smallest relative change that counts). Their CPU cost per transaction before and its shift
+   smallest relative change that counts); when none stands out, the types the CPU names (step
+   4). Their CPU cost per transaction before and its shift
    after, with bootstrap intervals, come from one CPU model of both periods in which only their
    costs may move (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`). An application
    change with less than ``min_duration`` seconds of data after it is still reported, as a
@@ -81,10 +97,12 @@ from perfsleuth.segments.explain import CHECK, anomaly_finding, change_findings
 from perfsleuth.segments.kernels.cpumodel import (
     CostChange,
     CpuModel,
+    ShiftTest,
     cost_change,
     excess_source,
     fit_cpu_model,
     idle_test,
+    shift_test,
 )
 from perfsleuth.segments.kernels.segmentation import Segmentation, segment_regression
 from perfsleuth.segments.kernels.signature import (
@@ -411,12 +429,16 @@ class SegmentDetector(DetectorMixin):
 
         def outside(i: int, near: list[int]) -> bool:
             """Whether no type's service time stands out, slower, in piece ``i`` against the
-            pieces ``near``: the extra CPU is not the transactions'."""
+            pieces ``near``, nor does the CPU single out a type whose cost rose (on a saturated
+            host the latencies are queueing): the extra CPU is not the transactions'."""
             key = ("outside", i, tuple(near))
             if key not in memo:
-                around = _rows([spans[j] for j in near])
-                changes = self._service_changes(data, around, np.arange(*spans[i]))
-                memo[key] = not self._stands_out(changes, +1)
+                around, rows = _rows([spans[j] for j in near]), np.arange(*spans[i])
+                changes = self._service_changes(data, around, rows)
+                memo[key] = (
+                    not self._stands_out(changes, +1)
+                    and self._cpu_changed(data, around, rows) is None
+                )
             return bool(memo[key])
 
         # Long segments first, against the long segments not found anomalous (repeat until
@@ -643,7 +665,70 @@ class SegmentDetector(DetectorMixin):
                 groups[i] += groups.pop(i + 1)
             else:
                 i += 1
-        return groups
+        return self._cpu_cuts(data, groups)
+
+    def _cpu_cuts(
+        self, data: Windows, groups: list[list[tuple[int, int]]]
+    ) -> list[list[tuple[int, int]]]:
+        """Split periods where a type's CPU cost shifted although no service time stood out.
+
+        On a saturated host response times are mostly queueing, which every type waits in
+        alike: the signature cannot single out the changed type, but the CPU can. Within each
+        period, a cut between its spans where the CPU models differ by more than
+        ``allowed_error`` and some types' costs — and only theirs — shifted
+        (:meth:`_cpu_changed`) becomes an application change; the cut with the largest shift
+        (in standard errors) first, then both sides again.
+        """
+        out: list[list[tuple[int, int]]] = []
+        pending = list(reversed(groups))
+        while pending:
+            group = pending.pop()
+            best: tuple[float, int] | None = None
+            for j in range(1, len(group)):
+                left, right = group[:j], group[j:]
+                if self._joins(data, left, right)[0] <= self.allowed_error:
+                    continue
+                test = self._cpu_changed(data, _rows(left), _rows(right))
+                if test and (best is None or test[1] > best[0]):
+                    best = (test[1], j)
+            if best is None:
+                out.append(group)
+                continue
+            j = best[1]
+            pending += [group[j:], group[:j]]
+        return out
+
+    def _cpu_changed(
+        self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
+    ) -> tuple[tuple[str, ...], float] | None:
+        """The types whose CPU cost shifted between two periods, the most certain first, and
+        the largest ``|t|`` — or None (:meth:`ShiftTest.changed`, in the direction the CPU
+        moved; HAC lag one signature block)."""
+        least = self._min_size(len(data.types))
+        if len(before) < least or len(after) < least:
+            return None
+        if min(data.width[before].sum(), data.width[after].sum()) < self.min_duration:
+            return None  # a side too short to stand as a regime pins no cost down
+        test = _shift_test(data, before, after)
+        direction = self._direction(data, before, after)
+        named = test.changed(self.alpha, self.min_change, direction)
+        if not named:
+            return None
+        # it lasts: between the earlier half of before and the later half of after, each type
+        # named still shifts significantly and at least half as far (a mix that the linear
+        # model misses shifts costs only while it runs)
+        early, late = before[: len(before) // 2], after[len(after) // 2 :]
+        if len(early) < least or len(late) < least:
+            return None
+        bar = float(norm.ppf(1 - self.alpha / (2 * len(test.shifts))))
+        near = {s.name: s for s in test.shifts}
+        kept = {s.name: s for s in _shift_test(data, early, late).shifts}
+        for name in named:
+            if name not in kept or kept[name].t * direction < bar:
+                return None
+            if kept[name].shift * direction < 0.5 * abs(near[name].shift):
+                return None
+        return named, max(abs(near[name].t) for name in named)
 
     def _lasting(
         self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
@@ -858,6 +943,10 @@ class SegmentDetector(DetectorMixin):
             key=lambda c: -abs(c.score),
         )
         named = [c.name for c in moved if self._stands_out((c,), direction)]
+        if not named:
+            # no service time stood out (on a saturated host they are queueing): the CPU says
+            by_cpu = self._cpu_changed(data, before, after)
+            named = list(by_cpu[0]) if by_cpu else []
         tentative = not named and bool(moved)
         if tentative:
             named = [moved[0].name]
@@ -1015,6 +1104,20 @@ def _block(data: Windows) -> int:
     """Windows per block of the signature's uncertainty: about ``_BLOCK_S`` seconds, at least
     two windows."""
     return max(2, round(_BLOCK_S / float(np.median(data.width))))
+
+
+def _shift_test(data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]) -> ShiftTest:
+    """Every type's CPU-cost shift from the windows ``before`` to ``after`` (HAC lag one
+    signature block)."""
+    rows = np.concatenate([before, after])
+    return shift_test(
+        data.counts[rows],
+        data.cpu[rows],
+        data.width[rows],
+        np.arange(len(rows)) >= len(before),
+        names=data.types,
+        lag=_block(data),
+    )
 
 
 def _rows(spans: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> NDArray[np.intp]:

@@ -98,10 +98,11 @@ class Boundary:
     test's; ``changes`` the signature comparison (service times with the common conditions of
     each window taken out, :func:`~perfsleuth.segments.kernels.signature.compare_service`);
     ``unconfirmed`` a workload change whose CPU models differ although no transaction type's
-    service time changed (see ``confirm``). For application changes: ``named`` the transaction
-    types named as changed, the most certain first (``tentative`` when none stood out clearly
-    and the likeliest is named), and ``costs`` their CPU cost per transaction before and the
-    shift after, with intervals (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`).
+    service time changed and the CPU singles out no type whose cost shifted (see ``confirm``).
+    For application changes: ``named`` the transaction types named as changed, the most
+    certain first (``tentative`` when none stood out clearly and the likeliest is named), and
+    ``costs`` their CPU cost per transaction before and the shift after, with intervals
+    (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`).
     """
 
     index: int

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.optimize import nnls
 
 from perfsleuth.errors import DataError, NotEnoughDataError
-from perfsleuth.segments.kernels.cpumodel import cost_shifts, fit_cpu_model
+from perfsleuth.segments.kernels.cpumodel import cost_shifts, fit_cpu_model, shift_test
 
 NAMES = ["browse", "search", "idle_type", "checkout", "unused_cost", "report"]
 COST = np.array([0.002, 0.006, 0.0, 0.015, 0.0, 0.040])  # CPU-s per transaction
@@ -195,3 +195,63 @@ def test_cost_shift_skips_types_seen_on_one_side_only() -> None:
     assert "search" not in names and "browse" in names
     with pytest.raises(DataError, match="after"):
         cost_shifts(counts, cpu, 10.0, after[:-1], names=NAMES)
+
+
+# -- shift_test: every type's shift in one regression, HAC errors ----------------------------
+
+
+def test_shift_test_errors_equal_statsmodels_newey_west() -> None:
+    shift = np.zeros(len(NAMES))
+    shift[NAMES.index("checkout")] = 0.006
+    counts, cpu, after = _two_periods(4, shift)
+    test = shift_test(counts, cpu, 10.0, after, names=NAMES, lag=4)
+    seen = [j for j in range(len(NAMES)) if counts[after, j].any() and counts[~after, j].any()]
+    design = np.column_stack(
+        [np.full(240, 10.0), counts, 10.0 * after, counts[:, seen] * after[:, None]]
+    )
+    fit = sm.OLS(cpu, design).fit(cov_type="HAC", cov_kwds={"maxlags": 4, "use_correction": True})
+    first = len(NAMES) + 2
+    for m, j in enumerate(seen):
+        (mine,) = [s for s in test.shifts if s.name == NAMES[j]]
+        assert mine.shift == pytest.approx(fit.params[first + m], rel=1e-6, abs=1e-9)
+        assert mine.se == pytest.approx(fit.bse[first + m], rel=1e-6)
+
+
+@pytest.mark.parametrize("changed", ["browse", "search", "checkout", "report"])
+def test_shift_test_names_each_type_changed_in_turn_and_only_it(changed: str) -> None:
+    shift = np.zeros(len(NAMES))
+    j = NAMES.index(changed)
+    shift[j] = COST[j]  # twice as heavy
+    counts, cpu, after = _two_periods(5 + j, shift)
+    test = shift_test(counts, cpu, 10.0, after, names=NAMES, lag=4)
+    assert test.changed(0.05, 0.1, +1) == (changed,)
+    assert test.changed(0.05, 0.1, -1) == ()  # the CPU moved up: nothing got cheaper
+    (mine,) = [s for s in test.shifts if s.name == changed]
+    assert mine.relative == pytest.approx(1.0, rel=0.25)
+
+
+def test_shift_test_names_two_types_changed_at_once() -> None:
+    shift = np.zeros(len(NAMES))
+    for name in ("search", "report"):
+        shift[NAMES.index(name)] = COST[NAMES.index(name)]
+    counts, cpu, after = _two_periods(11, shift)
+    test = shift_test(counts, cpu, 10.0, after, names=NAMES, lag=4)
+    assert set(test.changed(0.05, 0.1, +1)) == {"search", "report"}
+
+
+def test_shift_test_names_nothing_when_costs_trade_or_only_the_level_moves() -> None:
+    # one type dearer and another cheaper by as much CPU: the linear model's misfit under a
+    # new mix, not a change of code
+    shift = np.zeros(len(NAMES))
+    shift[NAMES.index("checkout")] = 0.010
+    shift[NAMES.index("search")] = -0.005
+    counts, cpu, after = _two_periods(12, shift)
+    test = shift_test(counts, cpu, 10.0, after, names=NAMES, lag=4)
+    assert test.changed(0.05, 0.1, +1) == () and test.changed(0.05, 0.1, -1) == ()
+    counts, cpu, after = _two_periods(13, np.zeros(len(NAMES)), idle_after=0.1)
+    test = shift_test(counts, cpu, 10.0, after, names=NAMES, lag=4)
+    assert test.changed(0.05, 0.1, +1) == ()
+    # nothing to compare: no type on both sides, or fewer windows than coefficients
+    assert shift_test(counts[:, :0], cpu, 10.0, after, names=[], lag=4).shifts == ()
+    with pytest.raises(DataError, match="after"):
+        shift_test(counts, cpu, 10.0, after[:-1], names=NAMES, lag=4)

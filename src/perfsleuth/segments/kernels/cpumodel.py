@@ -39,6 +39,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import lsq_linear, nnls
 from scipy.stats import chi2
 from scipy.stats import f as f_dist
+from scipy.stats import norm as norm_dist
 
 from perfsleuth.analysis import Summary
 from perfsleuth.errors import DataError, NotEnoughDataError
@@ -50,12 +51,15 @@ __all__ = [
     "CpuModel",
     "ExcessSource",
     "IdleTest",
+    "ShiftTest",
     "Step",
+    "TypeShift",
     "cost_change",
     "cost_shifts",
     "excess_source",
     "fit_cpu_model",
     "idle_test",
+    "shift_test",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -394,6 +398,152 @@ def cost_shifts(
             )
         )
     return tuple(sorted(out, key=lambda c: -c.gain))
+
+
+@dataclass(frozen=True, slots=True)
+class TypeShift:
+    """One type's CPU cost after a boundary against before, in the joint shift regression.
+
+    ``before`` is its cost before (CPU-seconds per transaction; may be ≤ 0 when the data do
+    not pin it down), ``shift`` after minus before, ``se`` the shift's standard error (HAC),
+    ``t`` = shift / se.
+    """
+
+    name: str
+    before: float
+    shift: float
+    se: float
+    t: float
+
+    @property
+    def relative(self) -> float:
+        """``shift / before`` (NaN when the cost before is not positive)."""
+        return self.shift / self.before if self.before > 0 else math.nan
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ShiftTest:
+    """Every type's CPU-cost shift across a boundary, from one regression (:func:`shift_test`).
+
+    ``shifts`` are sorted by ``|t|``, largest first; ``cov`` is the shifts' covariance (HAC,
+    CPU-seconds², read-only), rows and columns in the order of ``shifts``.
+    """
+
+    shifts: tuple[TypeShift, ...]
+    cov: FloatArray
+
+    def changed(self, alpha: float, min_change: float, direction: int) -> tuple[str, ...]:
+        """The types whose cost changed, the most certain first — or () for "no type".
+
+        A type is named when its shift, in ``direction`` (+1 dearer, −1 cheaper), is
+        significant (Bonferroni over the types tested: ``|t|`` beyond the normal quantile at
+        ``alpha / (2·types)``), at least ``min_change`` of its cost before, and leaves it a
+        positive cost. Every type whose cost is known named at once is no change of code:
+        CPU used outside the application (contention, a slower machine) stretches every
+        type's cost alike. The verdict holds only when nothing else moved: no type changed the
+        other way (significantly and by ``min_change``), and the types not named shifted by no
+        more than ``min_change`` of their cost, jointly (Wald test at ``alpha`` of the part of
+        each shift beyond that). A linear CPU model that misses under
+        a new mix trades one type's cost against another's — shifts of both signs, costs
+        driven below zero — while a change of code moves the types it touches and leaves the
+        rest.
+        """
+        if not self.shifts:
+            return ()
+        bar = float(norm_dist.ppf(1 - alpha / (2 * len(self.shifts))))
+        if any(
+            s.t * direction <= -bar and -s.relative * direction >= min_change for s in self.shifts
+        ):
+            return ()
+        named = [
+            i
+            for i, s in enumerate(self.shifts)
+            if s.t * direction >= bar
+            and s.relative * direction >= min_change
+            and s.before + s.shift > 0
+        ]
+        rest = [i for i in range(len(self.shifts)) if i not in named]
+        if not named or all(self.shifts[i].before <= 0 for i in rest):
+            return ()  # nothing, or every type alike: CPU used outside the application
+        if rest:
+            # the rest's shifts beyond ``min_change`` of their cost: smaller moves are
+            # "unchanged" by the same measure that names a type
+            b = np.array([self.shifts[i].shift for i in rest])
+            floor = min_change * np.abs([self.shifts[i].before for i in rest])
+            b = np.sign(b) * np.maximum(np.abs(b) - floor, 0.0)
+            wald = float(b @ np.linalg.pinv(self.cov[np.ix_(rest, rest)]) @ b)
+            if float(chi2.sf(wald, len(rest))) < alpha:
+                return ()
+        return tuple(self.shifts[i].name for i in named)
+
+
+def shift_test(
+    counts: ArrayLike,
+    cpu_seconds: ArrayLike,
+    window_s: ArrayLike,
+    after: ArrayLike,
+    *,
+    names: Sequence[str],
+    lag: int,
+) -> ShiftTest:
+    """Which types' CPU cost shifted between the windows before and ``after`` (a mask)?
+
+    One least-squares regression of the CPU on the idle overhead and every type's count, with
+    an after-shift term for the idle overhead and for every type seen on both sides:
+    ``cpu_t = C0·L_t + Σ_i C_i·N_it + [t after]·(D0·L_t + Σ_i D_i·N_it)``. The shifts ``D_i``
+    are estimated together, so each is net of the others and of a change of level. Their
+    covariance is heteroscedasticity- and autocorrelation-consistent (Newey–West, Bartlett
+    weights up to ``lag`` windows): consecutive windows share their errors, and the model's
+    misfit under one mix lasts as long as the mix. Unconstrained, so a cost the data cannot pin
+    down shows as a wide interval rather than a bound.
+    """
+    x, width = _design(counts, window_s, None)
+    y = np.array(cpu_seconds, dtype=np.float64).reshape(-1)
+    late = np.array(after, dtype=bool).reshape(-1)
+    n, p = x.shape
+    if len(y) != n or len(late) != n:
+        raise DataError(f"counts has {n} window(s); cpu_seconds {len(y)}, after {len(late)}")
+    if len(names) != p:
+        raise DataError(f"{len(names)} name(s) for {p} column(s) of counts")
+    _check(x, "counts")
+    _check(y, "cpu_seconds")
+    both = np.flatnonzero((x[late] != 0).any(axis=0) & (x[~late] != 0).any(axis=0))
+    design = np.column_stack([width, x, width * late, x[:, both] * late[:, None]])
+    col = np.sqrt(np.mean(design * design, axis=0))
+    col[col == 0] = 1.0
+    z = design / col
+    q = z.shape[1]
+    if n <= q or len(both) == 0:
+        return ShiftTest((), _frozen(np.zeros((0, 0))))
+    beta, *_ = np.linalg.lstsq(z, y, rcond=None)
+    residual = y - z @ beta
+    scores = z * residual[:, None]
+    meat = scores.T @ scores
+    for k in range(1, min(int(lag), n - 1) + 1):
+        cross = scores[k:].T @ scores[:-k]
+        meat += (1 - k / (int(lag) + 1)) * (cross + cross.T)
+    bread = np.linalg.pinv(z.T @ z)
+    cov = bread @ meat @ bread * n / (n - q)  # small-sample correction
+    first = p + 2  # columns: L, N_1..N_p, L·after, then the shifts
+    cols = first + np.arange(len(both))
+    units = col[cols]
+    shift = beta[cols] / units
+    cov_shift = cov[np.ix_(cols, cols)] / np.outer(units, units)
+    se = np.sqrt(np.maximum(np.diag(cov_shift), 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(se > 0, shift / se, np.copysign(np.inf, shift))
+    order = np.argsort(-np.abs(t), kind="stable")
+    shifts = tuple(
+        TypeShift(
+            str(names[int(both[m])]),
+            float(beta[1 + both[m]] / col[1 + both[m]]),
+            float(shift[m]),
+            float(se[m]),
+            float(t[m]),
+        )
+        for m in order
+    )
+    return ShiftTest(shifts, _frozen(cov_shift[np.ix_(order, order)]))
 
 
 @dataclass(frozen=True, slots=True)
