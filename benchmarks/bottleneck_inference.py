@@ -6,8 +6,9 @@ percentile, worst) and, for scale, the time of one model evaluation for a batch 
 then the synthetic recovery over the same windows: how often the bottleneck is right, and the
 relative error of each scenario's key parameters (its load and request size).
 
-With ``--real``, the recorded real corpus instead (``tests/data/bottleneck/corpus-r*.parquet``:
-the collector's counters of 15 recordings each, one window per recording) goes end to end
+With ``--real``, the recorded real corpora instead (``tests/data/bottleneck/corpus-r*.parquet``
+and ``controlled/corpus-r*.parquet``: the collector's counters of 15 recordings each, one window
+per recording) goes end to end
 through the CLI, ``perfsleuth bottleneck infer FILE`` in a fresh process, each file ``--repeat``
 times. Printed per file: the wall time and the CPU time (user + system: on a shared machine the
 wall time is mostly waiting for a CPU) per window, and the CPU time less what starting the CLI at
@@ -16,6 +17,7 @@ mapping, inferring and writing the findings, as a ratio to the 50 ms target.
 
 Run: .venv/bin/python benchmarks/bottleneck_inference.py [--windows 60]
      .venv/bin/python benchmarks/bottleneck_inference.py --real [--repeat 3]
+     .venv/bin/python benchmarks/bottleneck_inference.py --real --compare /tmp/old/src
 """
 
 from __future__ import annotations
@@ -56,11 +58,13 @@ CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "bottleneck"
 CLI = Path(sys.executable).parent / "perfsleuth"
 
 
-def _timed(command: list[str]) -> tuple[float, float]:
-    """Wall time and CPU time (user + system) of ``command`` run to its end."""
+def _timed(command: list[str], source: Path | None = None) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of ``command`` run to its end (with
+    ``source``: perfsleuth imported from that ``src`` directory instead)."""
+    env = None if source is None else {**os.environ, "PYTHONPATH": str(source)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run(command, check=True, capture_output=True)
+    subprocess.run(command, check=True, capture_output=True, env=env)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -85,14 +89,15 @@ def real(repeat: int) -> None:
         f"{start_wall * 1000:.0f} ms, CPU {start_cpu * 1000:.0f} ms"
     )
     per_window = []
-    for path in sorted(CORPUS.glob("corpus-r*.parquet")):
+    for path in sorted(CORPUS.glob("**/corpus-r*.parquet")):
         windows = pd.read_parquet(path, columns=["entity"])["entity"].nunique()
         command = [str(CLI), "--format", "json", "bottleneck", "infer", str(path)]
         wall, cpu = _best(command, repeat)
         inference = (cpu - start_cpu) / windows
         per_window.append(inference)
         print(
-            f"  {path.name}: {windows} windows; wall {wall:.2f} s ({wall / windows * 1000:.0f} "
+            f"  {path.relative_to(CORPUS)}: {windows} windows; wall {wall:.2f} s "
+            f"({wall / windows * 1000:.0f} "
             f"ms per window); CPU {cpu:.2f} s ({cpu / windows * 1000:.0f} ms per window, "
             f"{inference * 1000:.0f} ms without start-up: {inference * 1000 / TARGET_MS:.2f} × "
             f"the {TARGET_MS:.0f} ms target)"
@@ -100,7 +105,7 @@ def real(repeat: int) -> None:
     # the cost of one more window: every recording in one file against one file's worth
     with tempfile.TemporaryDirectory() as scratch:
         whole = Path(scratch) / "corpus.parquet"
-        frames = [pd.read_parquet(p) for p in sorted(CORPUS.glob("corpus-r*.parquet"))]
+        frames = [pd.read_parquet(p) for p in sorted(CORPUS.glob("**/corpus-r*.parquet"))]
         pd.concat(frames, ignore_index=True).to_parquet(whole)
         windows = int(sum(f["entity"].nunique() for f in frames))
         command = [str(CLI), "--format", "json", "bottleneck", "infer", str(whole)]
@@ -120,12 +125,37 @@ def real(repeat: int) -> None:
     )
 
 
+def compare(source: Path, repeat: int) -> None:
+    """CPU time of each corpus file through the CLI with this tree's perfsleuth and with the
+    one in ``source`` (e.g. ``git archive HEAD src | tar -x -C /tmp/old``: ``/tmp/old/src``),
+    the two alternating so that both meet the same load; the least of ``repeat`` each."""
+    command = [sys.executable, "-c", "from perfsleuth.cli import main; main()"]
+    print(f"CPU time through the CLI, this tree against {source} (least of {repeat}, alternating)")
+    for path in sorted(CORPUS.glob("**/corpus-r*.parquet")):
+        args = [*command, "--format", "json", "bottleneck", "infer", str(path)]
+        new, old = [], []
+        for _ in range(repeat):
+            new.append(_timed(args)[1])
+            old.append(_timed(args, source)[1])
+        print(
+            f"  {path.relative_to(CORPUS)}: {min(old):.2f} s → {min(new):.2f} s "
+            f"({(min(new) - min(old)) / 15 * 1000:+.0f} ms per window)"
+        )
+    print(f"  load average {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--windows", type=int, default=60)
     parser.add_argument("--real", action="store_true", help="the recorded corpus, via the CLI")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--compare", type=Path, help="with --real: against perfsleuth's src directory SRC"
+    )
     args = parser.parse_args()
+    if args.real and args.compare is not None:
+        compare(args.compare, args.repeat)
+        return
     if args.real:
         real(args.repeat)
         return

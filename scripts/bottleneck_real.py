@@ -10,9 +10,12 @@ cgroup at 1 Hz.
     live     record, then infer each recording at once with the built-in model's defaults and
              print the confusion table (the live experiment; docs/bottleneck.md keeps results)
 
-Run as root, with fio and stress-ng:
+Run as root, with fio and stress-ng, not niced (the workload and its co-tenant run at nice 0;
+whoever else uses the machine should be niced to 19, and /work/notes/recording.lock taken):
     .venv/bin/python scripts/bottleneck_real.py record --repetitions 1 2 3 4 \\
         --out tests/data/bottleneck
+    .venv/bin/python scripts/bottleneck_real.py record --repetitions 5 6 7 8 --seconds 18 \\
+        --out tests/data/bottleneck/controlled
     .venv/bin/python scripts/bottleneck_real.py live [--repetitions 1] [--only idle,cpu-bound]
 """
 
@@ -50,8 +53,9 @@ LABELS = (
     "fio_bw_bytes",
     "note",
 )
-TUNING = (1, 2)
-"""Repetitions the model may be tuned on; every other one is held out."""
+TUNING = (1, 2, 5, 6)
+"""Repetitions the model may be tuned on (1-2 of the heavy-load corpus, 5-6 of the controlled
+one); every other one is held out."""
 
 
 def _half(repetition: int) -> str:

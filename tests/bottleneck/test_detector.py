@@ -147,6 +147,11 @@ def test_summary_names_each_entitys_bottleneck_and_upgrade() -> None:
     db = next(line for line in lines if line.strip().startswith("<db>:"))
     # the errors' heavy tails keep a clean simulated disk window just short of certainty
     assert re.search(r"bottleneck disk \(P = 0\.9\d|bottleneck disk \(P = 1\.00", db)
+    # a likelihood temperature widens the probabilities, not the answer
+    hotter = BottleneckDetector(upgrades=str(EXAMPLE), target_factor=2.0, temperature=6.0)
+    assert re.search(
+        r"<db>: bottleneck disk \(P = 0\.[5-8]\d", hotter.analyse(frame).summary().text
+    )
     recommended = analysis.upgrades["<db>"].recommended
     assert recommended is not None
     assert f"upgrade: {recommended.name} (" in db

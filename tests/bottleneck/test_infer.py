@@ -161,3 +161,22 @@ def test_recovery_over_many_more_seeded_scenarios() -> None:
     for (scenario, name), values in errors.items():
         within = float(np.mean(np.array(values) <= 0.10))
         assert within >= 0.95, f"{scenario}: {name} within 10% in {within:.0%}"
+
+
+def test_a_temperature_widens_the_probabilities_not_the_answer() -> None:
+    observed = window(simulate_scenario("rand_read", model=model(), seed=2, samples=12))
+    plain = infer(model(), observed, seed=1)
+    hot = infer(model(), observed, seed=1, temperature=6.0)
+    np.testing.assert_array_equal(plain.w, hot.w)  # the most probable workload: unchanged
+    width, wider = plain.util_high - plain.util_low, hot.util_high - hot.util_low
+    # wider where the counters decide; where the prior does (memory here), about the same
+    assert wider[plain.resources.index("disk")] > 1.2 * width[plain.resources.index("disk")]
+    assert (wider >= 0.95 * width).all() and hot.dispersion == plain.dispersion
+    assert hot.p(plain.state) < plain.p(plain.state)
+
+
+@pytest.mark.parametrize("temperature", [0.5, math.inf, math.nan])
+def test_a_temperature_below_one_or_not_finite_is_refused(temperature: float) -> None:
+    observed = window(simulate_scenario("cpu", model=model(), seed=2, samples=12))
+    with pytest.raises(DataError, match="temperature"):
+        infer(model(), observed, temperature=temperature)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from perfsleuth.bottleneck.kernels.priors import ParameterPrior, Priors
+from perfsleuth.bottleneck.kernels.priors import ParameterPrior, Priors, beta_cdf, beta_quantile
 
 PRIORS = Priors(
     [
@@ -71,3 +71,25 @@ def test_draws_follow_the_priors() -> None:
     assert w[:, 4].mean() == pytest.approx(1.0, abs=0.05)
     assert w[:, 6].mean() == pytest.approx(2 / 7, abs=0.01)
     assert PRIORS.median_w()[0] == pytest.approx(100.0)
+
+
+def test_quantiles_match_scipy_without_importing_it() -> None:
+    # the inference's scan grid: prior quantiles computed in numpy (scipy.special costs every
+    # command a fifth of a second of start-up), checked against scipy here
+    from scipy.special import betainc, betaincinv, ndtri
+
+    p = np.linspace(0.001, 0.999, 16)
+    grid = PRIORS.quantile_w(p)
+    a, b = np.array([0.2, 0.5, 1.0, 2.0, 30.0, 0.5]), np.array([0.2, 1.5, 0.3, 5.0, 3.0, 0.5])
+    np.testing.assert_allclose(
+        beta_quantile(a, b, p[:, None]), betaincinv(a, b, p[:, None]), atol=1e-9
+    )
+    x = np.random.default_rng(3).uniform(size=(40, 6))
+    np.testing.assert_allclose(beta_cdf(a, b, x), betainc(a, b, x), atol=1e-12)
+    np.testing.assert_allclose(grid[:, 0], 100.0 * np.exp(2.0 * ndtri(p)), rtol=1e-9)
+    np.testing.assert_allclose(grid[:, 6], betaincinv(2.0, 5.0, p), atol=1e-9)
+    np.testing.assert_allclose(grid[:, 4], -1.0 + 4.0 * p, atol=1e-9)  # uniform
+    # a + b beyond a thousand: the normal approximation, within a hundredth of a spread
+    big = beta_quantile(np.array(2e3), np.array(3e3), p)
+    sd = math.sqrt(2e3 * 3e3 / (5e3**2 * (5e3 + 1)))
+    assert np.max(np.abs(big - betaincinv(2e3, 3e3, p))) < 0.05 * sd

@@ -73,6 +73,13 @@ log = logging.getLogger(__name__)
 CHECK = "bottleneck"
 """What findings of this family record as their ``detector``."""
 
+TEMPERATURE = 1.0
+"""The likelihood temperature with the least Brier score on the tuning halves of both real
+corpora, with and without the per-thread schedstat counters, against their construction labels
+(``benchmarks/bottleneck_accuracy.py --fit``; 1, 1.5, 2, 3, 4, 6 and 8 tried): none. The log
+loss would choose 6 (3 on the controlled corpus alone), at the price of 12 of 120 tuning
+windows (CPU-bound ones without schedstat called "none"); see docs/bottleneck.md."""
+
 
 def _stamp(path: str | None) -> tuple[str | None, float]:
     if path is None or path == "linux":
@@ -310,6 +317,10 @@ class BottleneckDetector(DetectorMixin):
         the whole disk that moved the most bytes.
     seed
         Seeds the inference (starts and Laplace draws).
+    temperature
+        Likelihood temperature of the probabilities (≥ 1: errors √T times as wide as the
+        error model says, for the probabilities and intervals, not the most probable
+        workload); default :data:`TEMPERATURE`.
 
     Empty strings and zeros stand for "not given" so the parameters round-trip through TOML,
     which has no null.
@@ -332,6 +343,7 @@ class BottleneckDetector(DetectorMixin):
     target_factor: float = Field(default=0.0, ge=0.0)
     device: str = ""
     seed: int = 0
+    temperature: float = Field(default=TEMPERATURE, ge=1.0, allow_inf_nan=False)
 
     def analyse(self, frame: pd.DataFrame) -> BottleneckAnalysis:
         """Every window, episode and entity inferred; one ``bottleneck`` finding per episode
@@ -398,6 +410,7 @@ class BottleneckDetector(DetectorMixin):
             seed=self.seed,
             min_counters=self.min_counters,
             threshold=self.min_utilisation,
+            temperature=self.temperature,
         )
 
     def _findings(self, entity: EntityBottlenecks, model: Model) -> list[Finding]:
@@ -450,9 +463,12 @@ class BottleneckDetector(DetectorMixin):
     ) -> dict[str, list[WindowResult]]:
         """Each entity's windows (entities by name; those without a usable window left out),
         every window inferred in one batch."""
+        # a counter frame already normalised (the run path's) stays so when mapped: its
+        # times, values and keys are what the mapping reshapes (normalising it again cost as
+        # much as inferring a window)
+        coverage = coverage_of(frame)
         # before normalising: the collector's units are its own
         frame = to_model_counters(frame, device=self.device or None)
-        coverage = coverage_of(frame)
         if coverage is None or coverage.contract != "counter":
             frame = normalise(frame, "counter")
         _check_values(frame, model)

@@ -55,6 +55,7 @@ import logging
 import re
 from collections.abc import Iterator
 
+import numpy as np
 import pandas as pd
 
 from perfsleuth.errors import DataError
@@ -297,45 +298,64 @@ def from_collector(frame: pd.DataFrame, *, device: str | None = None) -> pd.Data
     # only what is mapped is reshaped: the collector writes many more counters
     names = frame["counter"].astype(str)
     frame = frame[names.isin(_USED) | names.str.startswith("disk.")]
-    parts: list[pd.DataFrame] = []
-    for entity, wide in by_entity(frame):
-        out: dict[str, pd.Series] = {}
-        for target, sources in _SUMS.items():
-            present = [s for s in sources if s in wide.columns]
-            if sources[0] in present:
-                out[target] = wide[present].sum(axis=1, min_count=len(present))
-        disks: dict[str, dict[str, str]] = {}
-        for name in wide.columns:
-            match = _DISK.match(str(name))
-            if match:
-                disks.setdefault(match["dev"], {})[match["what"]] = str(name)
+    if len(frame) == 0:
+        return pd.DataFrame(columns=columns)
+    # every entity at once (one reshape; per entity, a counter it never reports is absent)
+    table = frame.pivot_table(
+        index=["entity", "time"], columns="counter", values="value", aggfunc="mean"
+    )
+    entity_of = table.index.get_level_values("entity")
+    has = table.notna().groupby(level="entity", sort=True).any()
+    present = has.reindex(entity_of).to_numpy()  # row × counter: the row's entity has it
+    where = {str(c): k for k, c in enumerate(table.columns)}
+    out: dict[str, pd.Series] = {}
+    for target, sources in _SUMS.items():
+        if sources[0] not in where:
+            continue
+        parts = [(table[c], present[:, where[c]]) for c in sources if c in where]
+        total = sum(x.where(mine, 0.0) for x, mine in parts)
+        missing = np.any([mine & x.isna().to_numpy() for x, mine in parts], axis=0)
+        out[target] = total.where(present[:, where[sources[0]]] & ~missing)
+    disks: dict[str, dict[str, str]] = {}
+    for name in where:
+        match = _DISK.match(name)
+        if match:
+            disks.setdefault(match["dev"], {})[match["what"]] = name
+    means = table.groupby(level="entity", sort=True).mean()
+    chosen: dict[str, str | None] = {}
+    for entity in has.index:
+        mine = {d: n for d, n in disks.items() if any(has.at[entity, c] for c in n.values())}
         traffic = {
-            d: float(sum(wide[n[k]].mean() for k in ("read_bytes", "write_bytes") if k in n))
-            for d, n in disks.items()
+            d: float(sum(means.at[entity, n[k]] for k in ("read_bytes", "write_bytes") if k in n))
+            for d, n in mine.items()
         }
-        chosen = _pick_disk(str(entity), traffic, device)
-        if chosen is not None:
-            names = disks[chosen]
-            for what, (column, divisor) in _DISK_COLUMNS.items():
-                if what in names:
-                    out[column] = wide[names[what]] / divisor
-            log.info("%s: disk counters of %s", entity, chosen)
-        refault = next((c for c in _REFAULTS if c in wide.columns), None)
-        if refault is not None:
-            out["mem.refault"] = wide[refault]
-        for source, target in _RENAMED.items():
-            if source in wide.columns:
-                out[target] = wide[source]
-        for name in _WORKLOAD:
-            if f"workload.{name}" in wide.columns:
-                out[f"cg.{name}"] = wide[f"workload.{name}"]
-        table = pd.DataFrame(out, index=wide.index)
-        table.columns.name = "counter"
-        long = table.stack().rename("value").reset_index()
-        long["entity"] = str(entity)
-        parts.append(long[columns])
-    result = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
-    result = result.dropna(subset=["value"])
+        chosen[str(entity)] = _pick_disk(str(entity), traffic, device)
+        if chosen[str(entity)] is not None:
+            log.info("%s: disk counters of %s", entity, chosen[str(entity)])
+    disk_of = np.array([chosen[str(e)] or "" for e in entity_of], dtype=object)
+    for what, (column, divisor) in _DISK_COLUMNS.items():
+        picked = [(disk_of == d, n[what]) for d, n in disks.items() if what in n]
+        if picked:
+            value = pd.Series(np.nan, index=table.index)
+            for rows, name in picked:
+                value = value.where(~rows, table[name] / divisor)
+            out[column] = value
+    # the first refault counter the entity reports (kernels before 5.9 name it otherwise)
+    refault = pd.Series(np.nan, index=table.index)
+    for name in reversed([c for c in _REFAULTS if c in where]):
+        refault = refault.where(~present[:, where[name]], table[name])
+    out["mem.refault"] = refault
+    for source, target in _RENAMED.items():
+        if source in where:
+            out[target] = table[source]
+    for name in _WORKLOAD:
+        if f"workload.{name}" in where:
+            out[f"cg.{name}"] = table[f"workload.{name}"]
+    mapped = pd.DataFrame(out, index=table.index)
+    mapped.columns.name = "counter"
+    long = mapped.stack().rename("value").reset_index()
+    result = long[columns].dropna(subset=["value"])
+    result = result.assign(entity=result["entity"].astype(str))
     return result.sort_values(["entity", "counter", "time"], kind="stable").reset_index(drop=True)
 
 

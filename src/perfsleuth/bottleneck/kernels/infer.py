@@ -24,8 +24,9 @@ analytic Jacobian is attempted).
 Uncertainty: when the residuals at the mode are larger than the error model expects, the
 error model was too confident for these counters, and the likelihood is widened by the
 dispersion φ = Σ ψ(e)² / (n − p_eff) (at least 1; p_eff is the number of parameters the
-counters determine, the trace of the hat matrix), as a quasi-likelihood does. The posterior
-is then the Laplace approximation at the mode, ``z ≈ N(ẑ, (JᵀJ / φ + diag q'')⁻¹)``. Its draws
+counters determine, the trace of the hat matrix), as a quasi-likelihood does, and by a
+likelihood temperature T ≥ 1 when asked for. The posterior is then the Laplace
+approximation at the mode, ``z ≈ N(ẑ, (JᵀJ / (φT) + diag q'')⁻¹)``. Its draws
 are reweighted toward the exact (widened) posterior (importance weights, tempered so that a
 quarter of the draws stay effective), since the model's kinks — a hit ratio capped at 1 — and
 one-sided walls make the posterior far from Gaussian in places. The weighted draws give the
@@ -155,6 +156,7 @@ def infer(
     max_iterations: int = 100,
     min_counters: int = 3,
     threshold: float = 0.5,
+    temperature: float = 1.0,
 ) -> Inference:
     """The most probable workload for ``observed`` counters (column → value).
 
@@ -182,6 +184,11 @@ def infer(
         Fewer observed counters than this is :class:`NotEnoughDataError`.
     threshold
         A draw whose most utilised resource is below this has no bottleneck.
+    temperature
+        Likelihood temperature T ≥ 1 of the posterior's draws: the likelihood is raised to
+        1/T (errors √T times as wide) for the probabilities and intervals, not for the
+        most probable workload; 1: the error model as it is (the detector's default, fitted
+        on labelled real recordings).
     """
     (result,) = infer_many(
         model,
@@ -195,6 +202,7 @@ def infer(
         max_iterations=max_iterations,
         min_counters=min_counters,
         threshold=threshold,
+        temperature=temperature,
     )
     return result
 
@@ -212,6 +220,7 @@ def infer_many(
     max_iterations: int = 100,
     min_counters: int = 3,
     threshold: float = 0.5,
+    temperature: float = 1.0,
 ) -> list[Inference]:
     """:func:`infer` of many windows at once: the same answer for each as alone (the same
     seeded starts and draws), for a fraction of the time — every step evaluates the model for
@@ -223,7 +232,9 @@ def infer_many(
     for i, (used, _, _) in enumerate(prepared):
         groups.setdefault(used, []).append(i)
     out: list[Inference | None] = [None] * len(prepared)
-    settings = _Settings(starts, candidates, samples, max_iterations, threshold)
+    if not (math.isfinite(temperature) and temperature >= 1.0):
+        raise DataError(f"temperature: expected a finite number ≥ 1, got {temperature!r}")
+    settings = _Settings(starts, candidates, samples, max_iterations, threshold, temperature)
     for used, members in groups.items():
         group = _Group(model, errors, observations, used, [prepared[i] for i in members], members)
         for i, result in zip(members, group.infer(seed, settings), strict=True):
@@ -238,6 +249,7 @@ class _Settings:
     samples: int
     max_iterations: int
     threshold: float
+    temperature: float
 
 
 def _observe(
@@ -323,7 +335,7 @@ class _Group:
         return _student(e) if robust else e
 
     def energy(self, z: Array, r: Array) -> Array:
-        q, _, _ = self.priors.terms(z)
+        q = self.priors.energy(z)
         out: Array = 0.5 * np.sum(r**2, axis=-1) + np.sum(q, axis=-1)
         return out
 
@@ -386,7 +398,7 @@ class _Group:
         owner = self.rows(samples)
         counters, utils = self.predict(flat, owner)
         r = _student(self.standardised(counters, owner)).reshape(b, samples, -1)
-        q, _, _ = self.priors.terms(flat)
+        q = self.priors.energy(flat)
         widened = 0.5 * np.sum(r**2, axis=2) / dispersion[:, None]
         widened = widened + np.sum(q, axis=1).reshape(b, samples)
         log_ratio = -widened + 0.5 * np.sum(normal**2, axis=1)[None, :]
@@ -412,6 +424,7 @@ class _Group:
         r_hat = _student(self.standardised(counters, every))
         _, _, curvature = priors.terms(z_hat)
         dispersion = np.empty(b)
+        widen = np.empty(b)
         lower = np.empty((b, m, m))
         for i in range(b):
             information = j_hat[i].T @ j_hat[i]
@@ -422,7 +435,10 @@ class _Group:
             p_eff = float(np.trace(information @ _inverse_psd(information + prior_curvature)))
             n = len(self.used)
             dispersion[i] = max(1.0, float(np.sum(r_hat[i] ** 2)) / max(n - p_eff, 1.0))
-            cov = _inverse_psd(information / dispersion[i] + prior_curvature)
+            # and the calibrated temperature: how much wider still the errors proved to be on
+            # real recordings (their labels, not their residuals, say so)
+            widen[i] = dispersion[i] * settings.temperature
+            cov = _inverse_psd(information / widen[i] + prior_curvature)
             lower[i] = np.linalg.cholesky(cov)
 
         # Draws from the Laplace approximation, reweighted toward the exact (widened)
@@ -432,7 +448,7 @@ class _Group:
         # round of adaptive importance sampling). Full importance weights would leave a
         # handful of draws carrying everything, so they are tempered: weight^τ with the largest
         # τ ≤ 1 that keeps a quarter of the draws effective.
-        draws, _, log_ratio, _ = self._sample(z_hat, lower, normal[0], dispersion)
+        draws, _, log_ratio, _ = self._sample(z_hat, lower, normal[0], widen)
         centres = np.empty_like(z_hat)
         for i in range(b):
             weight, _, _ = _tempered(log_ratio[i], samples * _MIN_ESS)
@@ -441,7 +457,7 @@ class _Group:
             # a quarter of the Laplace spread as a floor: no narrower than the mode says
             spread = deviation.T @ (deviation * weight[:, None]) + 0.25 * lower[i] @ lower[i].T
             lower[i] = np.linalg.cholesky(0.5 * (spread + spread.T) + 1e-12 * np.eye(m))
-        draws, draw_utils, log_ratio, _ = self._sample(centres, lower, normal[1], dispersion)
+        draws, draw_utils, log_ratio, _ = self._sample(centres, lower, normal[1], widen)
         out = []
         r_count = len(model.resources)
         for i in range(b):
