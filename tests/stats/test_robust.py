@@ -8,7 +8,14 @@ from numpy.typing import NDArray
 from scipy.signal import lfilter
 
 from perfsleuth.changepoints.kernels.search import find_change_points
-from perfsleuth.stats.robust import clip_outliers, detect_period, remove_cycle, within_slope
+from perfsleuth.stats.robust import (
+    clip_outliers,
+    detect_period,
+    difference_phi,
+    long_run_scale,
+    remove_cycle,
+    within_slope,
+)
 
 N = 600
 T = np.arange(N)
@@ -55,6 +62,29 @@ def test_detect_period_finds_square_and_sine_cycles(period: int) -> None:
 )
 def test_detect_period_rejects_non_cycles(x: NDArray[np.float64]) -> None:
     assert detect_period(x, min_period=10) is None
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.5])
+def test_difference_phi_ignores_level_shifts(phi: float) -> None:
+    # Three shifts of 30 σ in 120 observations: the winsorised Pearson ρ of the differences
+    # counted them in its denominator only, which pulled φ = 1 + 2ρ towards 1 (.99 on a
+    # real TPS series with one 3x step).
+    x = lfilter([1.0], [1.0, -phi], noise(5, 120))
+    x[30:60] += 30
+    x[90:] -= 30
+    assert abs(difference_phi(x) - phi) < 0.25
+
+
+def test_difference_phi_needs_ten_differences() -> None:
+    assert difference_phi(np.array([95.0, 105.0, 510.0, 490.0])) == 0.0
+
+
+def test_long_run_scale_caps_the_memory_it_extrapolates() -> None:
+    # A random walk of 100 steps: φ̂ near 1 would multiply the scale of the differences by up
+    # to 100; the correlation length is capped at max(16, longest block).
+    phi, scale = long_run_scale(np.cumsum(noise(6, 100)))
+    assert phi <= 1 - 1 / 16
+    assert scale < 40
 
 
 def test_remove_cycle_keeps_a_level_shift() -> None:

@@ -46,6 +46,8 @@ __all__ = [
 FloatArray = NDArray[np.float64]
 
 _MAD = 1.4826  # MAD → σ for a normal distribution
+_FEWEST_DIFFERENCES = 10  # fewer: no φ is estimated (0)
+_LONGEST_MEMORY = 16  # correlation length (observations) always allowed to the AR(1) scale
 
 MAX_PERIOD = 20_000
 """Longest cycle looked for, in observations: two weeks of one-minute samples."""
@@ -208,23 +210,22 @@ def within_slope(y: FloatArray, cuts: Sequence[int]) -> tuple[float, float]:
 def difference_phi(x: FloatArray) -> float:
     """φ of AR(1) noise from the lag-1 autocorrelation ρ of the first differences, ``1 + 2ρ``.
 
-    A level shift is one large difference: the differences are winsorised at 5 robust σ first,
-    so shifts (and isolated spikes, two large differences) hardly move the estimate. Clipped
-    to [0, .99]; 0 for fewer than four observations or when most differences are 0.
+    ρ is estimated robustly, as Gnanadesikan & Kettenring's correlation with MAD scales of
+    the sums and differences of adjacent first differences, ``(s₊² − s₋²) / (s₊² + s₋²)``: a
+    level shift or a spike is one or two large differences, which the MADs ignore. (Pearson's
+    ρ, even winsorised, counts them in its denominator and not its numerator: a few shifts
+    pull ρ towards 0, i.e. φ towards 1, and a 3× step in 100 TPS readings gave φ = .99.)
+    Clipped to [0, .99]; 0 for fewer than ten differences (ρ's standard error would exceed
+    .3) or when most differences are 0.
     """
     d = np.diff(x)
-    if d.size < 3:
+    if d.size < _FEWEST_DIFFERENCES:
         return 0.0
-    centre = float(np.median(d))
-    if float(np.median(np.abs(d - centre))) == 0:
+    if float(np.median(np.abs(d - np.median(d)))) == 0:
         return 0.0  # mostly flat (a gauge, a noise-free step): its moves are not AR(1) noise
-    spread = robust_scale(d)
-    d = np.clip(d, centre - 5 * spread, centre + 5 * spread)
-    d = d - d.mean()
-    den = float(d @ d)
-    if den == 0:
-        return 0.0
-    rho = float(d[1:] @ d[:-1]) / den
+    plus = _plain_mad_scale(d[1:] + d[:-1]) ** 2
+    minus = _plain_mad_scale(d[1:] - d[:-1]) ** 2
+    rho = (plus - minus) / (plus + minus) if plus + minus > 0 else 0.0
     return min(max(1.0 + 2.0 * rho, 0.0), 0.99)
 
 
@@ -238,7 +239,9 @@ def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
     * AR(1) from first differences: their variance is ``v = 2 σ² (1 − φ)`` and σ²_LR = σ² (1 +
       φ)/(1 − φ), so ``σ²_LR = v (1 + φ) / (2 (1 − φ)²)``, φ from :func:`difference_phi`; each
       shift or spike touches one or two differences, a trend none (as DeCAFS, Romano et al.
-      2022). It sees only short-range dependence.
+      2022). It sees only short-range dependence. φ is capped at a correlation length
+      ``1/(1 − φ)`` of max(16, longest block): a longer memory cannot be told from level
+      shifts within the series.
     * :func:`block_scale` over blocks of 2, 4, … up to ``max_block`` observations (default
       ``min(n/16, 2√n)``): the dependence at longer range that real series have (M/M/1
       response times at ρ = .8: lag-1 autocorrelation .96, lag 50 still .27), which the AR(1)
@@ -249,10 +252,12 @@ def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
     n = x.size
     if n < 2:
         return 0.0, 0.0
-    phi = difference_phi(x)
+    top = min(n // 16, math.ceil(2 * math.sqrt(n))) if max_block is None else max_block
+    # A correlation length 1/(1 − φ) beyond the longest block measured (and 16) cannot be told
+    # from level shifts in this series, and φ near 1 would multiply the scale by up to 100.
+    phi = min(difference_phi(x), 1.0 - 1.0 / max(top, _LONGEST_MEMORY))
     v = _plain_mad_scale(np.diff(x)) ** 2
     scale = math.sqrt(v * (1.0 + phi) / 2.0) / (1.0 - phi)
-    top = min(n // 16, math.ceil(2 * math.sqrt(n))) if max_block is None else max_block
     block = 2
     while block <= top:
         scale = max(scale, block_scale(x, block))
