@@ -305,13 +305,15 @@ def run(plan: Plan, *, now: datetime | None = None, send: bool = True) -> RunRes
     send
         Send the plan's notifications (when it has settings).
     """
-    from perfsleuth.store import Store
-
     check_outputs(plan)
     store_path = plan.outputs.store
     notes: list[str] = []
     with contextlib.ExitStack() as stack:
-        db = stack.enter_context(Store(store_path)) if store_path is not None else None
+        db: Store | None = None
+        if store_path is not None:
+            from perfsleuth.store import Store  # duckdb only when a store is used
+
+            db = stack.enter_context(Store(store_path))
         loaded = read_inputs(plan, now=now, store=db)
         if not loaded.frames:
             raise DataError("the sources gave no data; nothing to analyse")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -131,3 +133,23 @@ def test_calibrate_from_existing_fio_results(
     assert x == [1.0, 4.0] and all(v > 0 for v in y)
     code, _, err = run(capsys, "calibrate", "--from-fio", str(tmp_path))
     assert code == 2 and "no fio JSON results" in err
+
+
+def test_json_inference_imports_neither_the_store_nor_the_console_renderer() -> None:
+    # the fixed cost of every call: duckdb is for --store, rich for the table format
+    corpus = Path(__file__).parents[1] / "data" / "bottleneck" / "controlled" / "corpus-r5.parquet"
+    script = (
+        "import sys\n"
+        "from perfsleuth.cli import main\n"
+        "try:\n"
+        f"    main(['--format', 'json', 'bottleneck', 'infer', {str(corpus)!r}])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('duckdb', 'rich', 'perfsleuth.store', 'perfsleuth.report.html')\n"
+        "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert json.loads(done.stdout)["findings"]
+    assert done.stderr.strip().splitlines()[-1] == "[]"
