@@ -16,7 +16,9 @@ robust, from first differences); it is run at 10⁴ and 10⁵ only (at 10⁶ one
 the whole table). Recall within ±1% of n is printed for both, for orientation only (accuracy is
 ``benchmarks/changepoints_accuracy.py``'s job).
 
-Run: .venv/bin/python benchmarks/changepoints.py [--repeat R] [--skip-ruptures]
+Run: .venv/bin/python benchmarks/changepoints.py [--repeat R] [--skip-ruptures] [--sizes N,..]
+[--shifts K,..] (to time the search of another source tree, e.g. a commit exported with
+``git archive``, put its ``src`` first on PYTHONPATH).
 Times are CPU seconds of this process, best of R (single-threaded BLAS: the wall time on an
 idle machine). No test asserts them; report the load average (``uptime``) with them.
 """
@@ -99,14 +101,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="best of R runs (default 3)")
     parser.add_argument("--skip-ruptures", action="store_true")
+    parser.add_argument(
+        "--sizes", default="10000,100000,1000000", help="comma-separated series lengths"
+    )
+    parser.add_argument("--shifts", default="2,10,50", help="comma-separated shift counts")
     args = parser.parse_args()
+    sizes = [int(v) for v in args.sizes.split(",")]
+    shifts = [int(v) for v in args.shifts.split(",")]
 
     find_change_points(real_shaped(2000, 2, 0)[0])  # load tables and imports outside timing
     rows: list[tuple[str, ...]] = [
         ("n", "shifts", "ours", "found (recall)", "ruptures Binseg", "found (recall)", "ratio")
     ]
-    for n in (10_000, 100_000, 1_000_000):
-        for k in (2, 10, 50):
+    for n in sizes:
+        for k in shifts:
             x, truth = real_shaped(n, k, seed=n + k)
             t_ours, mine = best_of(functools.partial(ours, x), args.repeat)
             found = f"{len(mine)} ({recall(truth, mine, n):.2f})"

@@ -93,6 +93,23 @@ def test_critical_value_and_p_value_are_inverse(n: int, phi: float, estimated: b
     assert fpa.p_value(1.0, n, phi) == 1.0 and fpa.p_value(math.inf, n, phi) == 0.0
 
 
+@pytest.mark.parametrize("estimated", [False, True])
+def test_critical_and_p_value_together_equal_the_two_lookups(estimated: bool) -> None:
+    # the search's one-curve lookup must give exactly what the two separate lookups give
+    table = fpa.load_table()
+    for n, phi, t in [(7, 0.0, 1.0), (30, 0.45, 1.3), (1000, 0.9, 1.02), (40000, -0.3, math.inf)]:
+        for alpha in (0.5, 0.05, 1e-5):
+            both = table.critical_and_p_value(t, n, phi, alpha, 2, phi_estimated=estimated)
+            assert both == (
+                table.critical_value(n, phi, alpha, 2, phi_estimated=estimated),
+                table.p_value(t, n, phi, 2, phi_estimated=estimated),
+            )
+    with pytest.raises(ValueError, match="alpha"):
+        table.critical_and_p_value(1.5, 100, 0.0, 0.0)
+    with pytest.raises(ValueError, match="NaN"):
+        table.critical_and_p_value(math.nan, 100, 0.0, 0.05)
+
+
 def test_offsets_for_an_estimated_phi_are_a_small_sample_correction() -> None:
     table = fpa.load_table()
     inner = np.asarray(table.phi) >= -0.2  # at the grid's lower edge δ absorbs the clipping

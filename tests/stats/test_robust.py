@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from numpy.typing import NDArray
@@ -9,6 +11,7 @@ from scipy.signal import lfilter
 
 from perfsleuth.changepoints.kernels.search import find_change_points
 from perfsleuth.stats.robust import (
+    block_scale,
     clip_outliers,
     detect_period,
     difference_phi,
@@ -219,3 +222,17 @@ def test_a_staircase_is_split_although_it_inflates_the_null_phi() -> None:
         found += sum(any(abs(j - c) <= 3 for j in indices) for c in (30, 60, 90, 120))
         assert find_change_points(x, robust=False).indices == ()
     assert found >= 0.6 * 200
+
+
+def test_long_run_scale_shares_its_block_sums_exactly() -> None:
+    # the block sums are computed once for all block sizes: the same values as one at a time
+    x = np.random.default_rng(7).standard_normal(5000).cumsum() * 0.1
+    x[2500:] += 3.0
+    _, scale = long_run_scale(x, max_block=64)
+    phi = min(difference_phi(x), 1.0 - 1.0 / 64)
+    d = np.diff(x)
+    v = (float(np.median(np.abs(d - np.median(d)))) * 1.4826) ** 2
+    expected = math.sqrt(v * (1.0 + phi) / 2.0) / (1.0 - phi)
+    for block in (2, 4, 8, 16, 32, 64):
+        expected = max(expected, block_scale(x, block))
+    assert scale == expected

@@ -218,7 +218,11 @@ def difference_phi(x: FloatArray) -> float:
     Clipped to [0, .99]; 0 for fewer than ten differences (ρ's standard error would exceed
     .3) or when most differences are 0.
     """
-    d = np.diff(x)
+    return _difference_phi(np.diff(x))
+
+
+def _difference_phi(d: FloatArray) -> float:
+    """:func:`difference_phi` from the first differences ``d``."""
     if d.size < _FEWEST_DIFFERENCES:
         return 0.0
     if float(np.median(np.abs(d - np.median(d)))) == 0:
@@ -255,13 +259,16 @@ def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
     top = min(n // 16, math.ceil(2 * math.sqrt(n))) if max_block is None else max_block
     # A correlation length 1/(1 − φ) beyond the longest block measured (and 16) cannot be told
     # from level shifts in this series, and φ near 1 would multiply the scale by up to 100.
-    phi = min(difference_phi(x), 1.0 - 1.0 / max(top, _LONGEST_MEMORY))
-    v = _plain_mad_scale(np.diff(x)) ** 2
+    d = np.diff(x)
+    phi = min(_difference_phi(d), 1.0 - 1.0 / max(top, _LONGEST_MEMORY))
+    v = _plain_mad_scale(d) ** 2
     scale = math.sqrt(v * (1.0 + phi) / 2.0) / (1.0 - phi)
     block = 2
-    while block <= top:
-        scale = max(scale, block_scale(x, block))
-        block *= 2
+    if block <= top:
+        c = _centred_sums(x)  # shared by every block size
+        while block <= top:
+            scale = max(scale, _block_scale(c, block))
+            block *= 2
     return phi, scale
 
 
@@ -274,9 +281,17 @@ def block_scale(x: FloatArray, block: int) -> float:
     differences whose blocks straddle it and a linear trend adds a constant, so the median
     absolute deviation of D about its median ignores both while shifts are few.
     """
-    n = x.size
-    b = max(1, min(block, n // 4))
-    c = np.concatenate(([0.0], np.cumsum(x - np.median(x))))
+    return _block_scale(_centred_sums(x), block)
+
+
+def _centred_sums(x: FloatArray) -> FloatArray:
+    """Prefix sums of ``x`` about its median (n + 1 values, from 0)."""
+    return np.concatenate(([0.0], np.cumsum(x - np.median(x))))
+
+
+def _block_scale(c: FloatArray, block: int) -> float:
+    """:func:`block_scale` from the prefix sums ``c`` of :func:`_centred_sums`."""
+    b = max(1, min(block, (c.size - 1) // 4))
     means = (c[b:] - c[:-b]) / b
     d = means[b:] - means[:-b]
     if d.size < 3:

@@ -436,8 +436,12 @@ class FPATable:
 
     # -- lookups -------------------------------------------------------------------------------
     def _locate_phi(self, phi: float | FloatArray) -> tuple[Any, Any]:
-        u = _u(np.clip(phi, self.phi[0], self.phi[-1]))
-        j = np.clip(np.searchsorted(self._u_grid, u, side="right") - 1, 0, len(self.phi) - 2)
+        # np.minimum/np.maximum rather than np.clip: the same values, without np.clip's
+        # per-call overhead (this runs thousands of times per search)
+        u = _u(np.minimum(np.maximum(phi, self.phi[0]), self.phi[-1]))
+        j = np.minimum(
+            np.maximum(np.searchsorted(self._u_grid, u, side="right") - 1, 0), len(self.phi) - 2
+        )
         return j, (u - self._u_grid[j]) / (self._u_grid[j + 1] - self._u_grid[j])
 
     def curve(
@@ -510,6 +514,30 @@ class FPATable:
             return 0.0
         curve = self.curve(n, phi, min_size, phi_estimated=phi_estimated)
         return _tail_prob_at(t - 1.0, curve, self._log_p)
+
+    def critical_and_p_value(
+        self,
+        t: float,
+        n: float,
+        phi: float,
+        alpha: float,
+        min_size: int = 1,
+        *,
+        phi_estimated: bool = False,
+    ) -> tuple[float, float]:
+        """(:meth:`critical_value`, :meth:`p_value`) from one interpolated curve: the search
+        asks for both thousands of times, and the curve is the costly part."""
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if math.isnan(t):
+            raise ValueError("t is NaN")
+        curve = self.curve(n, phi, min_size, phi_estimated=phi_estimated)
+        critical = 1.0 + _excess_at(alpha, curve, self._log_p)
+        if t <= 1.0:
+            return critical, 1.0
+        if math.isinf(t):
+            return critical, 0.0
+        return critical, _tail_prob_at(t - 1.0, curve, self._log_p)
 
 
 def _tail_line(log_q: FloatArray, log_p: FloatArray) -> tuple[float, float, float]:

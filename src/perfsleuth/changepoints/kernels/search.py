@@ -333,16 +333,19 @@ class FPATest:
         if self.table is not None or dims <= 1:
             table = fpa.load_table() if self.table is None else self.table
             return Assessment(
-                table.critical_value(n, phi, alpha, min_size, phi_estimated=est),
-                table.p_value(statistic, n, phi, min_size, phi_estimated=est),
+                *table.critical_and_p_value(statistic, n, phi, alpha, min_size, phi_estimated=est)
             )
         # Between tabulated column counts, log(T − 1) and log p are interpolated in 1/k.
         lo = fpa.table_dims(math.floor(dims))
         hi = min((k for k in fpa.DIMS_GRID if k >= dims), default=lo)
         w = 0.0 if hi == lo else (1 / lo - 1 / dims) / (1 / lo - 1 / hi)
-        ends = [fpa.load_table(k) for k in (lo, hi)]
-        crit = [t.critical_value(n, phi, alpha, min_size, phi_estimated=est) for t in ends]
-        pval = [t.p_value(statistic, n, phi, min_size, phi_estimated=est) for t in ends]
+        ends = [
+            fpa.load_table(k).critical_and_p_value(
+                statistic, n, phi, alpha, min_size, phi_estimated=est
+            )
+            for k in (lo, hi)
+        ]
+        crit, pval = [c for c, _ in ends], [p for _, p in ends]
         return Assessment(
             1.0 + math.exp((1 - w) * math.log(crit[0] - 1) + w * math.log(crit[1] - 1)),
             _log_mix(pval[0], pval[1], w),
@@ -1175,12 +1178,38 @@ class _Practical:
             phi_null = float(np.max(np.where(whole > 0, num / den, 0.0)))
             return _ratio(float(whole.sum()), float(within.sum())), phi_null
 
+        def tested(
+            sums: tuple[FloatArray, FloatArray, FloatArray],
+            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
+            a: int,
+            i: int,
+            b: int,
+        ) -> tuple[float, float, Assessment]:
+            """(T, φ under "no change", the test's verdict) of the split at ``i`` of [a, b),
+            kept in ``tests``: pruning and re-placing judge most points again on the same
+            segment, and the table lookup is the costly part of a judgement."""
+            key = (a, i, b)
+            if key not in tests:
+                t, phi_null = paper_statistic(sums, a, i, b)
+                verdict = self.test.assess(
+                    t,
+                    n=b - a,
+                    phi=phi_null,
+                    alpha=self._level_alpha(b - a),
+                    dims=dims,
+                    min_size=m,
+                )
+                tests[key] = (t, phi_null, verdict)
+            return tests[key]
+
         def judge(
             sums: tuple[FloatArray, FloatArray, FloatArray],
-            critical_at: Callable[[int, float | None], float],
+            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
             sigma: FloatArray,
         ) -> Callable[[int, int, int], seeded.Judged]:
             pz = sums[0]
+            measured = sigma > 0
+            unit = np.where(measured, sigma, 1.0)
 
             def verdict(a: int, i: int, b: int) -> seeded.Judged:
                 nl, nr = i - a, b - i
@@ -1188,7 +1217,7 @@ class _Practical:
                 delta = float((nl * nr / (nl + nr)) * ((ml - mr) ** 2).sum())
                 lev_l, lev_r = (pl[i] - pl[a]) / nl + offset, (pl[b] - pl[i]) / nr + offset
                 shift = np.abs(lev_r - lev_l)
-                effect = np.where(sigma > 0, shift / np.where(sigma > 0, sigma, 1.0), np.inf)
+                effect = np.where(measured, shift / unit, np.inf)
                 top = np.maximum(np.abs(lev_l + trend * i), np.abs(lev_r + trend * i))
                 relative = np.where(top > 0, shift / np.where(top > 0, top, 1.0), 0.0)
                 large = bool(np.any(
@@ -1202,15 +1231,8 @@ class _Practical:
                 # a segment of two single points cannot be tested (T is infinite there)
                 passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
                 if passes:
-                    t, phi_null = paper_statistic(sums, a, i, b)
-                    alpha_spent = self._level_alpha(b - a)
-                    passes = _rejects(
-                        self.test.assess(
-                            t, n=b - a, phi=phi_null, alpha=alpha_spent, dims=dims, min_size=m
-                        ),
-                        t,
-                        alpha_spent,
-                    )
+                    t, _, outcome = tested(sums, tests, a, i, b)
+                    passes = _rejects(outcome, t, self._level_alpha(b - a))
                 return seeded.Judged(i, a, b, delta, passes, float(effect.max()))
 
             return verdict
@@ -1242,6 +1264,7 @@ class _Practical:
             layer = {c.index: c.layer for c in chosen}
             # prefix sums of z, z² and z_t z_{t+1}: every judgement is O(1)
             sums = (_prefix(z), _prefix(z * z), _prefix(z[1:] * z[:-1]))
+            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]] = {}
 
             found = [c.index for c in chosen]
             dropped = []
@@ -1250,7 +1273,7 @@ class _Practical:
             # split can be a few observations off) and the survivors judged again.
             for _ in range(_PRUNE_ROUNDS):
                 sigma = _residual_scale(centred, [0, *found, n])
-                kept, gone = seeded.prune(found, n, judge(sums, critical_at, sigma))
+                kept, gone = seeded.prune(found, n, judge(sums, tests, sigma))
                 dropped += gone
                 placed = seeded.refine(sums[0], [k.index for k in kept], m)
                 if placed == found:
@@ -1268,21 +1291,13 @@ class _Practical:
 
         def point(judged: seeded.Judged, final: bool) -> ChangePoint:
             a, i, b = judged.start, judged.index, judged.stop
-            t, phi_null = paper_statistic(sums, a, i, b)
             # a dropped candidate between close neighbours can sit in a segment too short
             # for the test (two single points): it was never tested, so it has no verdict
-            verdict = (
-                self.test.assess(
-                    t,
-                    n=b - a,
-                    phi=phi_null,
-                    alpha=self._level_alpha(b - a),
-                    dims=dims,
-                    min_size=m,
-                )
-                if b - a >= _testable(m)
-                else Assessment(math.inf, math.nan)
-            )
+            if b - a >= _testable(m):
+                t, phi_null, verdict = tested(sums, tests, a, i, b)
+            else:
+                t, phi_null = paper_statistic(sums, a, i, b)
+                verdict = Assessment(math.inf, math.nan)
             # the kept points only: their segments are disjoint, so O(n) in all
             phi_residual = (
                 float(_residual_lag1_columns(_centre(z[a:b]), i - a).max()) if final else math.nan

@@ -91,7 +91,9 @@ def seeded_candidates(
     length, layer = n, 0
     while length >= shortest and (max_layer is None or layer <= max_layer):
         count = 1 if layer == 0 else 2 * math.ceil(n / length) - 1
-        starts = np.unique(np.round(np.linspace(0, n - length, count)).astype(np.int64))
+        starts = np.round(np.linspace(0, n - length, count)).astype(np.int64)
+        # rounded from an increasing grid, so sorted: drop repeats without np.unique's sort
+        starts = starts[np.r_[True, starts[1:] != starts[:-1]]]
         found.extend(_best_splits(prefix, starts, length, min_size, threshold(length), layer))
         if length == shortest:
             break
@@ -110,10 +112,17 @@ def _best_splits(
     out: list[Candidate] = []
     for lo in range(0, starts.size, per_chunk):
         s = starts[lo : lo + per_chunk]
-        total = prefix[s + length] - prefix[s]  # (c, d)
-        sums = prefix[s[:, None] + left[None, :]] - prefix[s][:, None, :]  # (c, k, d)
-        dev = sums - (left / length)[None, :, None] * total[:, None, :]
-        stat = np.einsum("ckd,ckd->ck", dev, dev) * weight[None, :]
+        if dims == 1:  # the same arithmetic on (c, k) arrays: a third less time
+            p1 = prefix[:, 0]
+            total1 = p1[s + length] - p1[s]  # (c,)
+            sums1 = p1[s[:, None] + left[None, :]] - p1[s][:, None]  # (c, k)
+            dev1 = sums1 - (left / length)[None, :] * total1[:, None]
+            stat = dev1 * dev1 * weight[None, :]
+        else:
+            total = prefix[s + length] - prefix[s]  # (c, d)
+            sums = prefix[s[:, None] + left[None, :]] - prefix[s][:, None, :]  # (c, k, d)
+            dev = sums - (left / length)[None, :, None] * total[:, None, :]
+            stat = np.einsum("ckd,ckd->ck", dev, dev) * weight[None, :]
         best = np.argmax(stat, axis=1)  # the earliest of equal splits
         value = stat[np.arange(s.size), best]
         for i in np.flatnonzero(value >= floor):
