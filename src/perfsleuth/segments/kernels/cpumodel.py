@@ -354,16 +354,8 @@ def cost_shifts(
     latencies, which contention from outside the application stretches type by type; this names
     it from the CPU, which such contention leaves alone.
     """
-    x, width = _design(counts, window_s, None)
-    y = np.array(cpu_seconds, dtype=np.float64).reshape(-1)
-    late = np.array(after, dtype=bool).reshape(-1)
-    n, p = x.shape
-    if len(y) != n or len(late) != n:
-        raise DataError(f"counts has {n} window(s); cpu_seconds {len(y)}, after {len(late)}")
-    if len(names) != p:
-        raise DataError(f"{len(names)} name(s) for {p} column(s) of counts")
-    _check(x, "counts")
-    _check(y, "cpu_seconds")
+    x, width, y, late = _two_periods(counts, cpu_seconds, window_s, after, names)
+    n = x.shape[0]
     seen = (x != 0).any(axis=0)
     design = np.column_stack([width, x[:, seen], width * late])
     col = np.sqrt(np.mean(design * design, axis=0))
@@ -497,16 +489,8 @@ def shift_test(
     misfit under one mix lasts as long as the mix. Unconstrained, so a cost the data cannot pin
     down shows as a wide interval rather than a bound.
     """
-    x, width = _design(counts, window_s, None)
-    y = np.array(cpu_seconds, dtype=np.float64).reshape(-1)
-    late = np.array(after, dtype=bool).reshape(-1)
+    x, width, y, late = _two_periods(counts, cpu_seconds, window_s, after, names)
     n, p = x.shape
-    if len(y) != n or len(late) != n:
-        raise DataError(f"counts has {n} window(s); cpu_seconds {len(y)}, after {len(late)}")
-    if len(names) != p:
-        raise DataError(f"{len(names)} name(s) for {p} column(s) of counts")
-    _check(x, "counts")
-    _check(y, "cpu_seconds")
     both = np.flatnonzero((x[late] != 0).any(axis=0) & (x[~late] != 0).any(axis=0))
     design = np.column_stack([width, x, width * late, x[:, both] * late[:, None]])
     col = np.sqrt(np.mean(design * design, axis=0))
@@ -596,18 +580,10 @@ def cost_change(
     ``block`` consecutive windows, drawn within each period, seeded): consecutive windows share
     their errors, and the model's misfit between mixes is counted as noise.
     """
-    x, width = _design(counts, window_s, None)
-    y = np.array(cpu_seconds, dtype=np.float64).reshape(-1)
-    late = np.array(after, dtype=bool).reshape(-1)
-    n, p = x.shape
-    if len(y) != n or len(late) != n:
-        raise DataError(f"counts has {n} window(s); cpu_seconds {len(y)}, after {len(late)}")
-    if len(names) != p:
-        raise DataError(f"{len(names)} name(s) for {p} column(s) of counts")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    _check(x, "counts")
-    _check(y, "cpu_seconds")
+    x, width, y, late = _two_periods(counts, cpu_seconds, window_s, after, names)
+    n, p = x.shape
     which = [list(names).index(c) for c in changed]
     design = np.column_stack([width, x, x[:, which] * late[:, None]])
     col = np.sqrt(np.mean(design * design, axis=0))
@@ -727,6 +703,28 @@ def excess_source(
 # --------------------------------------------------------------------------------------------
 # Internals
 # --------------------------------------------------------------------------------------------
+
+
+def _two_periods(
+    counts: ArrayLike,
+    cpu_seconds: ArrayLike,
+    window_s: ArrayLike,
+    after: ArrayLike,
+    names: Sequence[str],
+) -> tuple[FloatArray, FloatArray, FloatArray, NDArray[np.bool_]]:
+    """Counts, window widths, CPU seconds and the after-mask of a two-period comparison,
+    checked to agree in length and to be finite."""
+    x, width = _design(counts, window_s, None)
+    y = np.array(cpu_seconds, dtype=np.float64).reshape(-1)
+    late = np.array(after, dtype=bool).reshape(-1)
+    n, p = x.shape
+    if len(y) != n or len(late) != n:
+        raise DataError(f"counts has {n} window(s); cpu_seconds {len(y)}, after {len(late)}")
+    if len(names) != p:
+        raise DataError(f"{len(names)} name(s) for {p} column(s) of counts")
+    _check(x, "counts")
+    _check(y, "cpu_seconds")
+    return x, width, y, late
 
 
 def _design(counts: ArrayLike, window_s: ArrayLike, p: int | None) -> tuple[FloatArray, FloatArray]:
