@@ -37,8 +37,9 @@ SIZE = 32 << 20
 """Bytes fio reads: enough to span several samples, little enough for any disk under load."""
 
 TOLERANCE = 1 << 20
-"""Beside fio's reads the group reads only what the shell and fio load of themselves (72 KiB
-seen) and file metadata: at most 1 MiB (3% of ``SIZE``)."""
+"""Bytes the count may miss, or read beside fio's reads: file metadata and what the shell and
+fio load of themselves (72 KiB seen when cached; on a fresh machine fio's own binary, not yet
+cached, is read as well and is allowed for on top: 1.06 MiB seen)."""
 
 
 def _unavailable() -> str | None:
@@ -143,7 +144,8 @@ def test_fio_reads_reach_the_model_as_the_cgroups_bytes(tmp_path: Path) -> None:
     assert units[f"disk.{device}.read_bytes"] == "bytes/s"
     assert units["collector.interval_s"] == "s"
     counted = _total(frame, "workload.io.read_bytes")
-    assert abs(counted - read) <= TOLERANCE, (counted, read)
+    loaded = Path(fio).stat().st_size  # fio's binary, read from disk when not cached
+    assert read - TOLERANCE <= counted <= read + TOLERANCE + loaded, (counted, read)
     # the device saw the cgroup's reads and whatever its neighbours read
     assert _total(frame, f"disk.{device}.read_bytes") >= read - TOLERANCE
 
