@@ -104,14 +104,13 @@ from perfsleuth.segments.kernels.cpumodel import (
     idle_test,
     shift_test,
 )
+from perfsleuth.segments.kernels.ownstep import own_steps, step_at, step_bar
 from perfsleuth.segments.kernels.segmentation import Segmentation, segment_regression
 from perfsleuth.segments.kernels.signature import (
     Signature,
     SignatureChange,
     compare_service,
-    service_break,
     service_index,
-    service_scan,
 )
 from perfsleuth.segments.model import Boundary, FloatArray, Piece, Windows
 
@@ -130,7 +129,6 @@ log = logging.getLogger(__name__)
 
 _SATURATED = 0.95  # a window at least this busy (share of the machine) is saturated
 _BLOCK_S = 20.0  # seconds of windows pooled per block in the signature's uncertainty
-_LOOKS = 5  # splits of the survey judged properly, best first, per stretch searched
 
 Stats = tuple[float, float, dict[str, float], dict[str, float]]
 
@@ -613,21 +611,21 @@ class SegmentDetector(DetectorMixin):
         return groups
 
     def _located(self, data: Windows, normal: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
-        """Application changes found where one transaction type's service time moved for
-        good and the CPU model changed with it, by binary segmentation of the normal windows.
+        """Application changes: where one transaction type's own latency steps for good, by
+        binary segmentation of the normal windows.
 
-        A quick survey (:func:`service_scan`) ranks every split at a block edge by how far a
-        type's service time moved across it. Taking the best first, a split is an application
-        change when the CPU models before and after differ by more than ``allowed_error``, a
-        type's service time stands out (:meth:`_stands_out`) in the direction the CPU moved
-        and the change **lasts** (:meth:`_lasting`). It is then placed where that type's
-        service time moved (:meth:`_place`), and both sides are searched again. Returns the
-        periods, each a list of spans.
+        A type's own latency is its latency with the window's common stretch and tilt, fitted
+        on the other types, taken out (:mod:`~perfsleuth.segments.kernels.ownstep`): load,
+        mix, co-tenants and queueing move every type together, a change of code moves one.
+        In the windows searched, the step of each type's own latency is found where it is
+        largest (:func:`own_steps`); the most certain that is an application change
+        (:meth:`_application_step`) cuts them, and both sides are searched again. Both sides
+        of a cut last at least ``min_duration`` seconds. Returns the periods, each a list of
+        spans.
         """
         spans = sorted(normal)
         rows = _rows(spans)
-        least = self._min_size(len(data.types))
-        block = _block(data)
+        least = self._least(data)
         cuts: list[int] = []
         pending = [(0, len(rows))]
         while pending:
@@ -635,17 +633,11 @@ class SegmentDetector(DetectorMixin):
             part = rows[lo:hi]
             if len(part) < 2 * least:
                 continue
-            survey = service_scan(
-                data.latency, data.counts, part, names=data.types, block=block, least=least
-            )
-            for x, name, _ in survey[:_LOOKS]:
-                top = self._lasting(data, part[:x], part[x:])
-                if top is None or top[0] != name:
-                    continue
-                at = self._place(data, part, x, name, block)
-                cuts.append(int(part[at]))
-                pending += [(lo, lo + at), (lo + at, hi)]
-                break
+            at = self._application_step(data, part, least)
+            if at is None:
+                continue
+            cuts.append(int(part[at]))
+            pending += [(lo, lo + at), (lo + at, hi)]
         marks = set(cuts)
         pieces = []
         for a, b in spans:
@@ -656,47 +648,39 @@ class SegmentDetector(DetectorMixin):
             if groups[-1] and a in marks:
                 groups.append([])
             groups[-1].append((a, b))
-        groups = [g for g in groups if g]
-        # a cut judged on a longer stretch must still hold between the periods it ended with:
-        # two that one CPU model explains are one application
-        i = 0
-        while i < len(groups) - 1:
-            if self._joins(data, groups[i], groups[i + 1])[0] <= self.allowed_error:
-                groups[i] += groups.pop(i + 1)
-            else:
-                i += 1
-        return self._cpu_cuts(data, groups)
+        return [g for g in groups if g]
 
-    def _cpu_cuts(
-        self, data: Windows, groups: list[list[tuple[int, int]]]
-    ) -> list[list[tuple[int, int]]]:
-        """Split periods where a type's CPU cost shifted although no service time stood out.
+    def _least(self, data: Windows) -> int:
+        """Fewest windows on either side of an application change: ``min_duration`` seconds,
+        and at least a model's worth."""
+        seconds = math.ceil(self.min_duration / float(np.median(data.width)))
+        return max(self._min_size(len(data.types)), seconds)
 
-        On a saturated host response times are mostly queueing, which every type waits in
-        alike: the signature cannot single out the changed type, but the CPU can. Within each
-        period, a cut between its spans where the CPU models differ by more than
-        ``allowed_error`` and some types' costs — and only theirs — shifted
-        (:meth:`_cpu_changed`) becomes an application change; the cut with the largest shift
-        (in standard errors) first, then both sides again.
-        """
-        out: list[list[tuple[int, int]]] = []
-        pending = list(reversed(groups))
-        while pending:
-            group = pending.pop()
-            best: tuple[float, int] | None = None
-            for j in range(1, len(group)):
-                left, right = group[:j], group[j:]
-                if self._joins(data, left, right)[0] <= self.allowed_error:
-                    continue
-                test = self._cpu_changed(data, _rows(left), _rows(right))
-                if test and (best is None or test[1] > best[0]):
-                    best = (test[1], j)
-            if best is None:
-                out.append(group)
+    def _application_step(self, data: Windows, part: NDArray[np.intp], least: int) -> int | None:
+        """Where in the windows ``part`` one type's own latency steps in a way only a change
+        of code explains (offset into ``part``), or None. The step must reach
+        :func:`step_bar` (searched over splits and types, at ``alpha``), move the type's own
+        latency by at least ``min_change``, last (the later half of the windows after it
+        keeps half of it), and go the way the CPU went (slower where the transactions cost
+        more CPU than before)."""
+        steps = own_steps(
+            data.latency,
+            data.counts,
+            part,
+            names=data.types,
+            block=_block(data),
+            least=least,
+        )
+        for step in sorted(steps, key=lambda s: -abs(s.score)):
+            bar = step_bar(self.alpha, len(steps), least / len(part), step.dof)
+            if abs(step.score) < bar:
+                break
+            if not step.lasting or abs(step.ratio - 1.0) < self.min_change:
                 continue
-            j = best[1]
-            pending += [group[j:], group[:j]]
-        return out
+            direction = self._direction(data, part[: step.index], part[step.index :])
+            if step.score > 0 and direction > 0:
+                return step.index
+        return None
 
     def _cpu_changed(
         self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
@@ -729,38 +713,6 @@ class SegmentDetector(DetectorMixin):
             if kept[name].shift * direction < 0.5 * abs(near[name].shift):
                 return None
         return named, max(abs(near[name].t) for name in named)
-
-    def _lasting(
-        self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
-    ) -> tuple[str, float] | None:
-        """The type whose service time changed for good between the windows ``before`` and
-        ``after``, and its score — or None: the CPU models must differ by more than
-        ``allowed_error``, the type stand out in the direction the CPU moved, and still have
-        moved at least half as far between the earlier half of ``before`` and the later half
-        of ``after`` (a hog, or a burst of contention, slows some types more than others —
-        those with more round trips — and then lets go)."""
-        least = self._min_size(len(data.types))
-        if len(before) < least or len(after) < least:
-            return None
-        if self._joins(data, _spans_of(before), _spans_of(after))[0] <= self.allowed_error:
-            return None  # one CPU model explains both
-        direction = self._direction(data, before, after)
-        changes = [
-            c
-            for c in self._service_changes(data, before, after)
-            if self._stands_out((c,), direction)
-        ]
-        if not changes:
-            return None
-        top = max(changes, key=lambda c: abs(c.score))
-        far = self._service_changes(data, before[: len(before) // 2], after[len(after) // 2 :])
-        kept = next((c for c in far if c.name == top.name), None)
-        moved = top.ratio - 1.0
-        if kept is None or not self._stands_out((kept,), direction):
-            return None
-        if abs(kept.ratio - 1.0) < 0.5 * abs(moved):
-            return None
-        return top.name, top.score
 
     def _code(self, data: Windows, around: NDArray[np.intp], rows: NDArray[np.intp]) -> bool:
         """Whether the extra CPU of ``rows`` against ``around`` looks like a change of code: a
@@ -796,28 +748,6 @@ class SegmentDetector(DetectorMixin):
             coef_before=coef_l,
             coef_after=coef_r,
         )
-
-    def _place(
-        self, data: Windows, part: NDArray[np.intp], x: int, changed: str, block: int
-    ) -> int:
-        """Where, within two blocks of the split ``x`` of the windows ``part``, the service
-        time of ``changed`` moved (:func:`service_break`; the rest of ``part`` on either side
-        anchors its levels and the mix). Returns an offset into ``part``."""
-        least = self._min_size(len(data.types))
-        lo, hi = max(least, x - 2 * block), min(len(part) - least, x + 2 * block)
-        if hi - lo < 2:
-            return x
-        offset = service_break(
-            data.latency,
-            data.counts,
-            part[:lo],
-            part[hi:],
-            part[lo:hi],
-            names=data.types,
-            changed=changed,
-            least=1,
-        )
-        return lo + offset
 
     def _same(
         self, data: Windows, group: list[tuple[int, int]], other: list[tuple[int, int]]
@@ -938,18 +868,17 @@ class SegmentDetector(DetectorMixin):
         windows: ``boundary.before`` spans an anomaly between a period's spans, whose CPU would
         turn the direction the CPU moved around."""
         direction = self._direction(data, before, after)
-        moved = sorted(
-            (c for c in boundary.changes if c.score * direction > 0),
-            key=lambda c: -abs(c.score),
-        )
-        named = [c.name for c in moved if self._stands_out((c,), direction)]
+        named = self._own_named(data, before, after, direction)
+        tentative = False
         if not named:
-            # no service time stood out (on a saturated host they are queueing): the CPU says
+            # no type's own latency stood out: the CPU may still name the types
             by_cpu = self._cpu_changed(data, before, after)
             named = list(by_cpu[0]) if by_cpu else []
-        tentative = not named and bool(moved)
-        if tentative:
-            named = [moved[0].name]
+        moved = sorted(
+            (c for c in boundary.changes if c.score * direction > 0), key=lambda c: -abs(c.score)
+        )
+        if not named and moved:
+            named, tentative = [moved[0].name], True
         costs: tuple[CostChange, ...] = ()
         if named:
             rows = np.concatenate([before, after])
@@ -965,6 +894,39 @@ class SegmentDetector(DetectorMixin):
                 block=_block(data),
             )
         return replace(boundary, named=tuple(named), tentative=tentative, costs=costs)
+
+    def _own_named(
+        self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp], direction: int
+    ) -> list[str]:
+        """The types whose own latency stepped between two periods, in ``direction``, the most
+        certain first: one at a time, each type named is no yardstick for the next (two types
+        changed at once would otherwise hide each other). A step counts beyond the normal
+        quantile at ``alpha`` shared over the types, by at least ``min_change``, lasting."""
+        rows = np.concatenate([before, after])
+        bar = float(norm.ppf(1 - self.alpha / (2 * len(data.types))))
+        named: list[str] = []
+        while len(named) < len(data.types) - 2:
+            steps = step_at(
+                data.latency,
+                data.counts,
+                rows,
+                len(before),
+                names=data.types,
+                block=_block(data),
+                exclude=named,
+            )
+            fits = [
+                s
+                for s in steps
+                if s.name not in named
+                and s.score * direction >= bar
+                and s.lasting
+                and abs(s.ratio - 1.0) >= self.min_change
+            ]
+            if not fits:
+                break
+            named.append(max(fits, key=lambda s: abs(s.score)).name)
+        return named
 
     # -- anomaly edges ------------------------------------------------------------------------
 

@@ -1,0 +1,292 @@
+"""Which transaction type got heavier, and when: a lasting step in one type's own latency.
+
+On a busy shared host a transaction's latency is mostly what the host does to every
+transaction that second — its share of the CPU, the run queue, the co-tenants — and only
+partly its own work. Those common conditions are taken out window by window, with the other
+types as the yardstick: in logs, the mean latency of type i in window t is
+
+    log R_it = a_i + g_t + h_t · (a_i − ā)
+
+``a_i`` the type's own level, ``g_t`` the window's common stretch and ``h_t`` its **tilt**:
+contention that adds a fixed wait per round trip lengthens short transactions relatively more
+than long ones (``h_t < 0``), a smaller share of the CPU stretches them all alike (``h_t = 0``).
+Fitted over the windows searched (weights: transactions; a light ridge keeps ``h_t`` near 0
+in windows with few types), each type's **own latency** in a window is what the other types'
+``g_t`` and ``h_t`` leave of it (leave-one-out, so that a type cannot explain itself away).
+
+A change of code that makes type i do more work steps its own latency up from that moment on
+and for good, whatever the mix and the co-tenants do: :func:`own_steps` finds, per type, the
+split of the windows where its own latency steps the most (exactly, all splits at once), and
+tests it on block means (``block`` consecutive windows, so that slow drifts count as noise):
+its t statistic, how far it moved, and whether it lasts (the later half of the windows after
+it still moved at least half as far). :func:`step_bar` is the t a step must reach when the
+split is searched for (the supremum of a Brownian bridge, Bonferroni over the types).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import brentq
+from scipy.stats import norm
+from scipy.stats import t as t_dist
+
+from perfsleuth.errors import DataError
+
+__all__ = ["OwnStep", "own_latency", "own_steps", "step_at", "step_bar"]
+
+FloatArray = NDArray[np.float64]
+
+_RIDGE = 1.0  # transactions' worth of evidence that a window's tilt is 0
+_ITERATIONS = 50
+
+
+@dataclass(frozen=True, slots=True)
+class OwnStep:
+    """The largest lasting step of one type's own latency in the windows searched.
+
+    ``index`` is the offset (into the rows searched) of the first window after the step;
+    ``shift`` the step in log latency (after − before), ``score`` its t statistic over block
+    means with ``dof`` degrees of freedom; ``lasting`` whether the later half of the windows
+    after it keeps at least half of it.
+    """
+
+    name: str
+    index: int
+    shift: float
+    score: float
+    dof: int
+    lasting: bool
+
+    @property
+    def ratio(self) -> float:
+        """The type's own latency after over before."""
+        return math.exp(self.shift)
+
+
+def own_latency(
+    latency: ArrayLike,
+    counts: ArrayLike,
+    *,
+    names: Sequence[str],
+    exclude: Sequence[str] = (),
+) -> tuple[FloatArray, FloatArray]:
+    """Each type's own log latency per window (the common stretch and tilt of the window,
+    fitted on the other types, taken out; NaN where the type has no transactions or no other
+    type ran) and its weight (transactions; 0 where NaN). See the module docstring. The types
+    ``exclude`` (known to have changed) are no yardstick for the others."""
+    log_r, w = _log_latency(latency, counts, names)
+    unknown = sorted(set(exclude) - set(names))
+    if unknown:
+        raise DataError(f"exclude: no type named {', '.join(unknown)}")
+    yardstick = w.copy()
+    yardstick[:, [list(names).index(e) for e in exclude]] = 0.0
+    level = _levels(log_r, w)
+    m, k = log_r.shape
+    own = np.full((m, k), np.nan)
+    weight = np.zeros((m, k))
+    x = level - _mean_level(level, w)
+    for j in range(k):
+        others = yardstick.copy()
+        others[:, j] = 0.0
+        g, h = _window_fit(log_r - level, others, x)
+        ok = (w[:, j] > 0) & (others.sum(axis=1) > 0)
+        own[ok, j] = log_r[ok, j] - level[j] - (g[ok] + h[ok] * x[j])
+        weight[ok, j] = w[ok, j]
+    return own, weight
+
+
+def own_steps(
+    latency: ArrayLike,
+    counts: ArrayLike,
+    rows: ArrayLike,
+    *,
+    names: Sequence[str],
+    block: int = 10,
+    least: int = 5,
+) -> tuple[OwnStep, ...]:
+    """Per type seen in the windows ``rows`` (time order), the split where its own latency
+    steps the most and that step tested (see the module docstring); the most certain upward
+    step first, then by ``score``. At least ``least`` windows on either side."""
+    r = np.asarray(latency, dtype=np.float64)
+    n = np.asarray(counts, dtype=np.float64)
+    part = np.asarray(rows, dtype=np.intp).reshape(-1)
+    own, weight = own_latency(r[part], n[part], names=names)
+    out = []
+    for j, name in enumerate(names):
+        value, mass = np.nan_to_num(own[:, j]), weight[:, j]
+        if (mass > 0).sum() < 2 * least:
+            continue
+        x = _best_step(value, mass, least)
+        tested = _step_test(value, mass, x, block)
+        if tested is not None:
+            out.append(OwnStep(str(name), x, *tested))
+    return tuple(sorted(out, key=lambda s: -s.score))
+
+
+def step_at(
+    latency: ArrayLike,
+    counts: ArrayLike,
+    rows: ArrayLike,
+    split: int,
+    *,
+    names: Sequence[str],
+    block: int = 10,
+    exclude: Sequence[str] = (),
+) -> tuple[OwnStep, ...]:
+    """Every type's step of its own latency at the given ``split`` of the windows ``rows``
+    (offset into them; not searched for), the types ``exclude`` no yardstick; largest
+    ``score`` first."""
+    r = np.asarray(latency, dtype=np.float64)
+    n = np.asarray(counts, dtype=np.float64)
+    part = np.asarray(rows, dtype=np.intp).reshape(-1)
+    own, weight = own_latency(r[part], n[part], names=names, exclude=exclude)
+    out = []
+    for j, name in enumerate(names):
+        mass = weight[:, j]
+        if not (mass[:split] > 0).any() or not (mass[split:] > 0).any():
+            continue
+        tested = _step_test(np.nan_to_num(own[:, j]), mass, split, block)
+        if tested is not None:
+            out.append(OwnStep(str(name), split, *tested))
+    return tuple(sorted(out, key=lambda s: -s.score))
+
+
+def step_bar(alpha: float, types: int, least_share: float, dof: float = math.inf) -> float:
+    """The t a step found by searching the splits must reach: level ``alpha`` shared over
+    ``types`` (Bonferroni), the supremum over splits of a standardised Brownian bridge with a
+    share ``least_share`` of the windows kept on either side (Hansen 1997's approximation),
+    then read as a t quantile with ``dof`` degrees of freedom."""
+    if not 0.0 < alpha < 1.0 or types < 1:
+        raise ValueError(f"need 0 < alpha < 1 and types >= 1, got {alpha}, {types}")
+    low = min(max(least_share, 1e-3), 0.49)
+    spread = math.log((1.0 - low) ** 2 / low**2)
+    level = alpha / types
+
+    def tail(c: float) -> float:
+        density = float(norm.pdf(c))
+        return density * (c - 1.0 / c) * spread + 4.0 * density / c - level
+
+    c = brentq(tail, 1.0, 40.0)
+    if math.isfinite(dof) and dof > 0:
+        return float(t_dist.ppf(norm.cdf(c), dof))
+    return float(c)
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _log_latency(
+    latency: ArrayLike, counts: ArrayLike, names: Sequence[str]
+) -> tuple[FloatArray, FloatArray]:
+    r = np.array(latency, dtype=np.float64, ndmin=2)
+    w = np.array(counts, dtype=np.float64, ndmin=2)
+    if r.shape != w.shape:
+        raise DataError(f"latency has shape {r.shape} but counts {w.shape}")
+    if r.shape[1] != len(names):
+        raise DataError(f"{len(names)} name(s) for {r.shape[1]} column(s) of latency")
+    ok = np.isfinite(r) & (r > 0) & np.isfinite(w) & (w > 0)
+    w = np.where(ok, w, 0.0)
+    return np.where(ok, np.log(np.where(ok, r, 1.0)), 0.0), w
+
+
+def _mean_level(level: FloatArray, w: FloatArray) -> float:
+    mass = w.sum(axis=0)
+    return float(np.average(level, weights=mass)) if mass.sum() > 0 else 0.0
+
+
+def _window_fit(resid: FloatArray, w: FloatArray, x: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Per window, the weighted least-squares ``g_t + h_t x_i`` of ``resid`` over the types
+    it has, ``h_t`` ridged towards 0 (0 and the weighted mean where it cannot be fitted)."""
+    s0, s1, s2 = w.sum(axis=1), (w * x).sum(axis=1), (w * x * x).sum(axis=1) + _RIDGE
+    r0, r1 = (w * resid).sum(axis=1), (w * resid * x).sum(axis=1)
+    det = s0 * s2 - s1 * s1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = np.where(det > 0, (s2 * r0 - s1 * r1) / det, 0.0)
+        h = np.where(det > 0, (s0 * r1 - s1 * r0) / det, 0.0)
+    return g, h
+
+
+def _levels(log_r: FloatArray, w: FloatArray) -> FloatArray:
+    """Each type's level ``a_i`` by alternating least squares with the windows' ``g_t, h_t``
+    (``log R = a(1 + h) + g − h·ā``); a type never seen gets 0."""
+    mass = w.sum(axis=0)
+    seen = mass > 0
+    level = np.where(seen, (w * log_r).sum(axis=0) / np.where(seen, mass, 1.0), 0.0)
+    for _ in range(_ITERATIONS):
+        mean = _mean_level(level, w)
+        g, h = _window_fit(log_r - level, w, level - mean)
+        offset = g - h * mean
+        stretch = 1.0 + h
+        num = (w * stretch[:, None] * (log_r - offset[:, None])).sum(axis=0)
+        den = (w * (stretch**2)[:, None]).sum(axis=0)
+        new = np.where(seen & (den > 0), num / np.where(den > 0, den, 1.0), level)
+        done = bool(np.allclose(new, level, rtol=0.0, atol=1e-9))
+        level = new
+        if done:
+            break
+    return level
+
+
+def _best_step(value: FloatArray, weight: FloatArray, least: int) -> int:
+    """The split ``x`` (``least ≤ x ≤ n − least``) where a step of the weighted mean of
+    ``value`` gains the most: ``(Σ_{t≥x} w e)² / (W_x − W_x²/W)`` with ``e`` the deviation from
+    the overall mean and ``W_x`` the weight from ``x`` on (all splits at once)."""
+    n = len(value)
+    total = float(weight.sum())
+    mean = float(weight @ value) / total
+    top = np.cumsum((weight * (value - mean))[::-1])[::-1]
+    mass = np.cumsum(weight[::-1])[::-1]
+    x = np.arange(least, n - least + 1)
+    if len(x) == 0:
+        return n // 2
+    spread = mass[x] - mass[x] ** 2 / total
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = np.where(spread > 1e-12 * total, top[x] ** 2 / spread, 0.0)
+    return int(x[int(np.argmax(gain))])
+
+
+def _step_test(
+    value: FloatArray, weight: FloatArray, x: int, block: int
+) -> tuple[float, float, int, bool] | None:
+    """The step at ``x`` refitted on block means with a second step halfway through the windows
+    after it: (the step, its t, degrees of freedom, whether the later half keeps at least half
+    of it). None with too few blocks to tell."""
+    n = len(value)
+    size = max(int(block), 1)
+    starts = np.arange(0, n, size)
+    mass = np.add.reduceat(weight, starts)
+    used = mass > 0
+    if used.sum() <= 4:
+        return None
+    index = np.arange(n, dtype=np.float64)
+    half = x + (n - x) // 2
+
+    def mean_of(a: FloatArray) -> FloatArray:
+        out: FloatArray = np.add.reduceat(weight * a, starts)[used] / mass[used]
+        return out
+
+    design = np.column_stack(
+        [np.ones(int(used.sum())), mean_of(index >= x), mean_of(index >= half)]
+    )
+    y = mean_of(value)
+    root = np.sqrt(mass[used] / mass[used].mean())
+    xs, ys = design * root[:, None], y * root
+    coef, *_ = np.linalg.lstsq(xs, ys, rcond=None)
+    residual = ys - xs @ coef
+    dof = len(ys) - int(np.linalg.matrix_rank(xs))
+    if dof <= 0:
+        return None
+    sigma2 = float(residual @ residual) / dof
+    cov = sigma2 * np.linalg.pinv(xs.T @ xs)
+    first, second = float(coef[1]), float(coef[2])
+    se = math.sqrt(max(float(cov[1, 1]), 0.0))
+    score = first / se if se > 0 else math.copysign(math.inf, first) if first else 0.0
+    lasting = (first + second) * first > 0 and abs(first + second) >= 0.5 * abs(first)
+    return first, score, dof, lasting
