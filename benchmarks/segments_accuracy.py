@@ -57,6 +57,7 @@ CPUS = ("db", "all")
 @dataclass(frozen=True)
 class Outcome:
     run: str
+    group: str
     half: str
     window_s: int
     cpu: str
@@ -65,14 +66,18 @@ class Outcome:
     seconds: float
 
 
-def halves(corpus: Path) -> dict[str, str]:
-    """Run name → ``tune`` or ``held``, from the corpus's ``halves.json`` (all ``tune``
-    without one)."""
+def halves(corpus: Path) -> dict[str, tuple[str, str]]:
+    """Run name → (group, half), from the corpus's ``halves.json``: ``{group: {"tune": [runs],
+    "held": [runs]}}``; every run ``("runs", "tune")`` without one."""
     path = corpus / "halves.json"
     if not path.exists():
-        return {p.name: "tune" for p in sorted(corpus.iterdir()) if (p / "truth.json").exists()}
+        runs = [p.name for p in sorted(corpus.iterdir()) if (p / "truth.json").exists()]
+        return {run: ("runs", "tune") for run in runs}
     raw = json.loads(path.read_text())
-    return {run: half for half, runs in raw.items() for run in runs}
+    return {
+        run: (group, half) for group, parts in raw.items() for half, runs in parts.items()
+        for run in runs
+    }  # fmt: skip
 
 
 def analyse_run(folder: Path, window_s: int, cpu: str) -> tuple[tuple[Finding, ...], float]:
@@ -88,17 +93,21 @@ def analyse_run(folder: Path, window_s: int, cpu: str) -> tuple[tuple[Finding, .
     return tuple(findings), time.process_time() - started
 
 
-def run_all(corpus: Path, half: str | None, only: list[str]) -> list[Outcome]:
+def run_all(
+    corpus: Path, half: str | None, only: list[str], group: str | None = None
+) -> list[Outcome]:
     out = []
-    for run, part in sorted(halves(corpus).items()):
+    for run, (kind, part) in sorted(halves(corpus).items()):
         if (half is not None and part != half) or (only and run not in only):
+            continue
+        if group is not None and kind != group:
             continue
         truth = RunTruth.read(corpus / run / "truth.json")
         for window_s in WINDOWS:
             for cpu in CPUS:
                 findings, seconds = analyse_run(corpus / run, window_s, cpu)
                 score = score_run(findings, truth, hog_in_cpu=cpu == "all")
-                out.append(Outcome(run, part, window_s, cpu, score, findings, seconds))
+                out.append(Outcome(run, kind, part, window_s, cpu, score, findings, seconds))
     return out
 
 
@@ -109,8 +118,20 @@ def _edges(score: RunScore) -> str:
 
 
 def table(outcomes: list[Outcome], truths: dict[str, RunTruth]) -> str:
-    row = "{:<5} {:<4} {:>3} {:<3} {:<7} {:>7} {:<16} {:<5} {:<5} {:>9} {:>5} {:>5} {:<4}"
-    header = ["run", "half", "win", "cpu", "changed", "change", "named", "first", "all", "hog"]
+    row = "{:<5} {:<5} {:<4} {:>3} {:<3} {:<7} {:>7} {:<16} {:<5} {:<5} {:>9} {:>5} {:>5} {:<4}"
+    header = [
+        "run",
+        "group",
+        "half",
+        "win",
+        "cpu",
+        "changed",
+        "change",
+        "named",
+        "first",
+        "all",
+        "hog",
+    ]
     header += ["fapp", "fanom", "pass"]
     lines = [row.format(*header)]
     for o in outcomes:
@@ -118,6 +139,7 @@ def table(outcomes: list[Outcome], truths: dict[str, RunTruth]) -> str:
         lines.append(
             row.format(
                 o.run,
+                o.group,
                 o.half,
                 f"{o.window_s}s",
                 o.cpu,
@@ -132,10 +154,10 @@ def table(outcomes: list[Outcome], truths: dict[str, RunTruth]) -> str:
                 "yes" if s.passed else "NO",
             )
         )
-    for part in sorted({o.half for o in outcomes}):
-        mine = [o for o in outcomes if o.half == part]
+    for group, part in sorted({(o.group, o.half) for o in outcomes}):
+        mine = [o for o in outcomes if (o.group, o.half) == (group, part)]
         lines.append(
-            f"{part}: {sum(o.score.passed for o in mine)}/{len(mine)} configurations pass; "
+            f"{group} {part}: {sum(o.score.passed for o in mine)}/{len(mine)} configurations pass; "
             f"change within 10 s {sum(o.score.change_found for o in mine)}, changed type first "
             f"{sum(o.score.first_right for o in mine)}, hog edges within 10 s "
             f"{sum(o.score.hog_found for o in mine if o.score.hog_required)}/"
@@ -159,7 +181,7 @@ def cpu_evidence(corpus: Path, half: str | None, only: list[str]) -> str:
     ``db``, cores).
     """
     lines = ["run   win cpu changed  t of changed | largest |t| | named; named at each mix change"]
-    for run, part in sorted(halves(corpus).items()):
+    for run, (_, part) in sorted(halves(corpus).items()):
         if (half is not None and part != half) or (only and run not in only):
             continue
         truth = RunTruth.read(corpus / run / "truth.json")
@@ -226,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=Path, default=CORPUS, help="corpus folder")
     parser.add_argument("--half", choices=("tune", "held"), default=None)
+    parser.add_argument("--group", default=None, help="runs of this group only (halves.json)")
     parser.add_argument("--only", nargs="*", default=[], help="run names")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each finding")
     parser.add_argument(
@@ -237,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("perfsleuth").setLevel(logging.ERROR)
         print(cpu_evidence(args.runs, args.half, args.only))
         return 0
-    outcomes = run_all(args.runs, args.half, args.only)
+    outcomes = run_all(args.runs, args.half, args.only, args.group)
     truths = {o.run: RunTruth.read(args.runs / o.run / "truth.json") for o in outcomes}
     print(table(outcomes, truths))
     if args.verbose:

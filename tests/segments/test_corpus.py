@@ -33,11 +33,13 @@ def _frame(run: str, window_s: int, cpu: str) -> pd.DataFrame:
     return frame
 
 
-def test_every_run_is_in_exactly_one_half() -> None:
-    halves = json.loads((CORPUS / "halves.json").read_text())
-    listed = sorted(run for runs in halves.values() for run in runs)
+def test_every_run_is_in_exactly_one_half_of_one_group() -> None:
+    groups = json.loads((CORPUS / "halves.json").read_text())
+    listed = sorted(run for halves in groups.values() for runs in halves.values() for run in runs)
     assert listed == RUNS and len(RUNS) >= 10
-    assert set(halves) == {"tune", "held"}
+    assert set(groups) == {"heavy", "quiet"}
+    for halves in groups.values():
+        assert set(halves) == {"tune", "held"} and all(halves.values())
 
 
 @pytest.mark.parametrize("run", RUNS)

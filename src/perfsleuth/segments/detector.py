@@ -99,12 +99,11 @@ from perfsleuth.segments.kernels.cpumodel import (
     CpuModel,
     ShiftTest,
     cost_change,
-    excess_source,
     fit_cpu_model,
     idle_test,
     shift_test,
 )
-from perfsleuth.segments.kernels.ownstep import own_steps, step_at, step_bar
+from perfsleuth.segments.kernels.ownstep import OwnStep, own_steps, step_at, step_bar
 from perfsleuth.segments.kernels.segmentation import Segmentation, segment_regression
 from perfsleuth.segments.kernels.signature import (
     Signature,
@@ -405,45 +404,25 @@ class SegmentDetector(DetectorMixin):
             (not s) and math.isfinite(u) and u > self.idle_util and self._idle_above(data, a, b)
             for s, u, (a, b) in zip(is_short, idle, spans, strict=True)
         ]
-        memo: dict[tuple[str, int, tuple[int, ...]], object] = {}
+        memo: dict[tuple[int, tuple[int, ...]], bool] = {}
 
-        def alike(near: list[int]) -> bool:
-            """Whether the pieces on either side are one application (see ``_same``)."""
-            key = ("alike", -1, tuple(near))
+        def released(i: int, near: list[int]) -> bool:
+            """Whether a type's own latency steps up for good where piece ``i`` meets its one
+            neighbour ``near``: extra CPU from there to the end of the data that a change of
+            code explains (:meth:`_application_step`)."""
+            key = (i, tuple(near))
             if key not in memo:
+                rows = _rows(sorted([spans[j] for j in near] + [spans[i]]))
+                least = self._least(data)
                 memo[key] = (
-                    len(near) == 2 and self._same(data, [spans[near[0]]], [spans[near[1]]])[1]
+                    len(rows) >= 2 * least and self._application_step(data, rows, least) is not None
                 )
-            return bool(memo[key])
-
-        def code(i: int, near: list[int]) -> bool:
-            """Whether piece ``i``'s extra CPU looks like a change of code against the pieces
-            ``near`` (:meth:`_code`)."""
-            key = ("code", i, tuple(near))
-            if key not in memo:
-                around = _rows([spans[j] for j in near])
-                memo[key] = self._code(data, around, np.arange(*spans[i]))
-            return bool(memo[key])
-
-        def outside(i: int, near: list[int]) -> bool:
-            """Whether no type's service time stands out, slower, in piece ``i`` against the
-            pieces ``near``, nor does the CPU single out a type whose cost rose (on a saturated
-            host the latencies are queueing): the extra CPU is not the transactions'."""
-            key = ("outside", i, tuple(near))
-            if key not in memo:
-                around, rows = _rows([spans[j] for j in near]), np.arange(*spans[i])
-                changes = self._service_changes(data, around, rows)
-                memo[key] = (
-                    not self._stands_out(changes, +1)
-                    and self._cpu_changed(data, around, rows) is None
-                )
-            return bool(memo[key])
+            return memo[key]
 
         # Long segments first, against the long segments not found anomalous (repeat until
         # the set of references settles: an anomaly must not serve as another's reference).
         reference = [not sh for sh in is_short]
         long_anomaly = [False] * len(spans)
-        steady = [False] * len(spans)
         verdicts: list[list[tuple[float, float, float]]] = [[] for _ in spans]
         for _ in range(len(spans)):
             for i, (a, b) in enumerate(spans):
@@ -454,16 +433,13 @@ class SegmentDetector(DetectorMixin):
                 verdicts[i] = [self._excess(data, rows, models[j]) for j in near]  # type: ignore[arg-type]
                 fires = _agree(verdicts[i], self.threshold, self.allowed_error)[0]
                 # More CPU than the neighbours' models explain (more, not less: a process
-                # outside the workload adds CPU) that came and went — the neighbours are one
-                # application — and is no release rolled back; or, where it did not go, that
-                # no type's service time explains (CPU used outside the transactions stretches
-                # the types alike, a change of code singles one out)
+                # outside the workload adds CPU) that came and went; at either end of the
+                # data, where it did not go, only when no change of code explains it
                 more = fires and verdicts[i][0][0] > 0
-                steady[i] = more and (
-                    not code(i, near) if alike(near) else bool(near) and outside(i, near)
-                )
-                edge_idle = idle_high[i] and len(near) < 2 and (not near or outside(i, near))
-                long_anomaly[i] = steady[i] or edge_idle
+                if len(near) == 2:
+                    long_anomaly[i] = more
+                else:  # the idle rule judges the ends of the data too
+                    long_anomaly[i] = (more or idle_high[i]) and not (near and released(i, near))
             settled = [not sh and not x for sh, x in zip(is_short, long_anomaly, strict=True)]
             if settled == reference:
                 break
@@ -482,7 +458,6 @@ class SegmentDetector(DetectorMixin):
                     ("short", is_short[i]),
                     ("idle", idle_high[i]),
                     ("residual", fires),
-                    ("signature", steady[i]),
                 )
                 if on
             ]
@@ -522,14 +497,6 @@ class SegmentDetector(DetectorMixin):
             min_change=self.min_change,
             confidence=self.confidence,
             block=_block(data),
-        )
-
-    def _stands_out(self, changes: tuple[SignatureChange, ...], direction: int) -> bool:
-        """Whether some type's service time moved (in ``direction``: +1 slower, −1 faster) by
-        at least ``min_change`` and beyond the two-sided normal quantile at ``alpha``."""
-        bar = float(norm.ppf(1 - self.alpha / 2))
-        return any(
-            c.score * direction >= bar and abs(c.ratio - 1.0) >= self.min_change for c in changes
         )
 
     def _signature(self, data: Windows, rows: NDArray[np.intp]) -> Signature:
@@ -633,9 +600,10 @@ class SegmentDetector(DetectorMixin):
             part = rows[lo:hi]
             if len(part) < 2 * least:
                 continue
-            at = self._application_step(data, part, least)
-            if at is None:
+            found = self._application_step(data, part, least)
+            if found is None:
                 continue
+            at = found[0]
             cuts.append(int(part[at]))
             pending += [(lo, lo + at), (lo + at, hi)]
         marks = set(cuts)
@@ -656,13 +624,16 @@ class SegmentDetector(DetectorMixin):
         seconds = math.ceil(self.min_duration / float(np.median(data.width)))
         return max(self._min_size(len(data.types)), seconds)
 
-    def _application_step(self, data: Windows, part: NDArray[np.intp], least: int) -> int | None:
+    def _application_step(
+        self, data: Windows, part: NDArray[np.intp], least: int
+    ) -> tuple[int, str] | None:
         """Where in the windows ``part`` one type's own latency steps in a way only a change
-        of code explains (offset into ``part``), or None. The step must reach
-        :func:`step_bar` (searched over splits and types, at ``alpha``), move the type's own
-        latency by at least ``min_change``, last (the later half of the windows after it
-        keeps half of it), and go the way the CPU went (slower where the transactions cost
-        more CPU than before)."""
+        of code explains (offset into ``part``) and that type, or None. The step must reach
+        :func:`step_bar` (searched over splits and types, at ``alpha``), slow the type's own
+        latency down by at least ``min_change``, last (the later half of the windows after
+        it keeps half of it), and come with more CPU than before. Of the steps that do, the
+        largest: the type that changed most (another changed with it steps less, and its
+        step is placed less sharply)."""
         steps = own_steps(
             data.latency,
             data.counts,
@@ -671,16 +642,17 @@ class SegmentDetector(DetectorMixin):
             block=_block(data),
             least=least,
         )
-        for step in sorted(steps, key=lambda s: -abs(s.score)):
-            bar = step_bar(self.alpha, len(steps), least / len(part), step.dof)
-            if abs(step.score) < bar:
-                break
-            if not step.lasting or abs(step.ratio - 1.0) < self.min_change:
-                continue
-            direction = self._direction(data, part[: step.index], part[step.index :])
-            if step.score > 0 and direction > 0:
-                return step.index
-        return None
+        passing = [
+            step
+            for step in steps
+            if step.score >= step_bar(self.alpha, len(steps), least / len(part), step.dof)
+            and step.lasting
+            and step.ratio - 1.0 >= self.min_change
+        ]
+        if not passing:
+            return None
+        top = max(passing, key=lambda s: s.shift)
+        return top.index, top.name
 
     def _cpu_changed(
         self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
@@ -714,24 +686,6 @@ class SegmentDetector(DetectorMixin):
                 return None
         return named, max(abs(near[name].t) for name in named)
 
-    def _code(self, data: Windows, around: NDArray[np.intp], rows: NDArray[np.intp]) -> bool:
-        """Whether the extra CPU of ``rows`` against ``around`` looks like a change of code: a
-        type's service time stands out, slower, and that same type's cost — not a constant
-        extra, nor every type alike — explains the extra CPU best (:func:`excess_source`)."""
-        changes = self._service_changes(data, around, rows)
-        if not self._stands_out(changes, +1):
-            return False
-        top = max(changes, key=lambda c: c.score).name
-        both = np.concatenate([around, rows])
-        source = excess_source(
-            data.counts[both],
-            data.cpu[both],
-            data.width[both],
-            np.arange(len(both)) < len(around),
-            names=data.types,
-        )
-        return source.type_wins(self.alpha) and source.best_type == top
-
     def _change(
         self, data: Windows, left: list[tuple[int, int]], right: list[tuple[int, int]]
     ) -> Boundary:
@@ -748,21 +702,6 @@ class SegmentDetector(DetectorMixin):
             coef_before=coef_l,
             coef_after=coef_r,
         )
-
-    def _same(
-        self, data: Windows, group: list[tuple[int, int]], other: list[tuple[int, int]]
-    ) -> tuple[Stats, bool, tuple[SignatureChange, ...]]:
-        """Whether two periods are one application (step 4 of the module docstring): the
-        joint model's statistics, the verdict, and the signature comparison it rests on."""
-        stats = self._joins(data, group, other)
-        changes: tuple[SignatureChange, ...] = ()
-        if stats[0] <= self.allowed_error:
-            return stats, True, changes  # one model explains both
-        if not self.confirm:
-            return stats, stats[1] >= self.alpha, changes  # the paper's rule: not significant
-        left, right = _rows(group), _rows(other)
-        changes = self._service_changes(data, left, right)
-        return stats, not self._stands_out(changes, self._direction(data, left, right)), changes
 
     def _direction(self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]) -> int:
         """+1 when the later windows use more CPU than the earlier ones' model predicts, else −1."""
@@ -867,18 +806,14 @@ class SegmentDetector(DetectorMixin):
         shifts (step 5 of the module docstring). ``before`` and ``after`` are the two periods'
         windows: ``boundary.before`` spans an anomaly between a period's spans, whose CPU would
         turn the direction the CPU moved around."""
-        direction = self._direction(data, before, after)
-        named = self._own_named(data, before, after, direction)
+        named, slower = self._own_named(data, before, after)
         tentative = False
         if not named:
             # no type's own latency stood out: the CPU may still name the types
             by_cpu = self._cpu_changed(data, before, after)
             named = list(by_cpu[0]) if by_cpu else []
-        moved = sorted(
-            (c for c in boundary.changes if c.score * direction > 0), key=lambda c: -abs(c.score)
-        )
-        if not named and moved:
-            named, tentative = [moved[0].name], True
+        if not named and slower:
+            named, tentative = [slower], True
         costs: tuple[CostChange, ...] = ()
         if named:
             rows = np.concatenate([before, after])
@@ -896,37 +831,54 @@ class SegmentDetector(DetectorMixin):
         return replace(boundary, named=tuple(named), tentative=tentative, costs=costs)
 
     def _own_named(
-        self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp], direction: int
-    ) -> list[str]:
-        """The types whose own latency stepped between two periods, in ``direction``, the most
-        certain first: one at a time, each type named is no yardstick for the next (two types
-        changed at once would otherwise hide each other). A step counts beyond the normal
-        quantile at ``alpha`` shared over the types, by at least ``min_change``, lasting."""
+        self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
+    ) -> tuple[list[str], str | None]:
+        """The types whose own latency stepped up for good between two periods, in the order
+        they explain the steps, and the type whose own latency rose most (None if none rose).
+
+        A type's own latency is measured against the others, so one type's change shows in
+        the others too (its rise tilts the yardstick: the type at the other end of the cost
+        range seems to rise with it). So the types are named one at a time, each by the
+        hypothesis that explains the steps best: of the types whose step counts (beyond the
+        normal quantile at ``alpha`` shared over the types, at least ``min_change``,
+        lasting), the one which, once no yardstick, leaves the others' steps smallest (sum
+        of their squared t). Each type named is no yardstick for the next."""
         rows = np.concatenate([before, after])
         bar = float(norm.ppf(1 - self.alpha / (2 * len(data.types))))
-        named: list[str] = []
-        while len(named) < len(data.types) - 2:
-            steps = step_at(
+
+        def steps(exclude: list[str]) -> dict[str, OwnStep]:
+            found = step_at(
                 data.latency,
                 data.counts,
                 rows,
                 len(before),
                 names=data.types,
                 block=_block(data),
-                exclude=named,
+                exclude=exclude,
             )
+            return {s.name: s for s in found if s.name not in exclude}
+
+        named: list[str] = []
+        slower: str | None = None
+        while len(named) < len(data.types) - 2:
+            now = steps(named)
+            rising = [s for s in now.values() if s.shift > 0]
+            if slower is None and rising:
+                slower = max(rising, key=lambda s: s.shift).name
             fits = [
-                s
-                for s in steps
-                if s.name not in named
-                and s.score * direction >= bar
-                and s.lasting
-                and abs(s.ratio - 1.0) >= self.min_change
+                s.name
+                for s in rising
+                if s.score >= bar and s.lasting and s.ratio - 1.0 >= self.min_change
             ]
             if not fits:
                 break
-            named.append(max(fits, key=lambda s: abs(s.score)).name)
-        return named
+
+            def left(name: str) -> float:
+                rest = steps([*named, name])
+                return sum(s.score**2 for s in rest.values())
+
+            named.append(min(fits, key=left))
+        return named, slower
 
     # -- anomaly edges ------------------------------------------------------------------------
 
@@ -1084,12 +1036,6 @@ def _shift_test(data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
 
 def _rows(spans: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> NDArray[np.intp]:
     return np.concatenate([np.arange(a, b) for a, b in spans]).astype(np.intp)
-
-
-def _spans_of(rows: NDArray[np.intp]) -> list[tuple[int, int]]:
-    """Consecutive runs of window indices as ``[start, stop)`` spans."""
-    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-    return [(int(c[0]), int(c[-1]) + 1) for c in np.split(rows, breaks) if len(c)]
 
 
 def _lstsq_sse(data: Windows, rows: NDArray[np.intp]) -> float:

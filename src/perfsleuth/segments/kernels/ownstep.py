@@ -73,6 +73,7 @@ def own_latency(
     counts: ArrayLike,
     *,
     names: Sequence[str],
+    block: int = 10,
     exclude: Sequence[str] = (),
 ) -> tuple[FloatArray, FloatArray]:
     """Each type's own log latency per window (the common stretch and tilt of the window,
@@ -85,7 +86,7 @@ def own_latency(
         raise DataError(f"exclude: no type named {', '.join(unknown)}")
     yardstick = w.copy()
     yardstick[:, [list(names).index(e) for e in exclude]] = 0.0
-    level = _levels(log_r, w)
+    level = _levels(log_r, w, block)
     m, k = log_r.shape
     own = np.full((m, k), np.nan)
     weight = np.zeros((m, k))
@@ -93,7 +94,7 @@ def own_latency(
     for j in range(k):
         others = yardstick.copy()
         others[:, j] = 0.0
-        g, h = _window_fit(log_r - level, others, x)
+        g, h = _window_fit(log_r - level, others, x, block)
         ok = (w[:, j] > 0) & (others.sum(axis=1) > 0)
         own[ok, j] = log_r[ok, j] - level[j] - (g[ok] + h[ok] * x[j])
         weight[ok, j] = w[ok, j]
@@ -115,13 +116,13 @@ def own_steps(
     r = np.asarray(latency, dtype=np.float64)
     n = np.asarray(counts, dtype=np.float64)
     part = np.asarray(rows, dtype=np.intp).reshape(-1)
-    own, weight = own_latency(r[part], n[part], names=names)
+    own, weight = own_latency(r[part], n[part], names=names, block=max(1, block // 2))
     out = []
     for j, name in enumerate(names):
         value, mass = np.nan_to_num(own[:, j]), weight[:, j]
         if (mass > 0).sum() < 2 * least:
             continue
-        x = _best_step(value, mass, least)
+        x = _placed(value, mass, _best_step(value, mass, least), least, block)
         tested = _step_test(value, mass, x, block)
         if tested is not None:
             out.append(OwnStep(str(name), x, *tested))
@@ -144,7 +145,9 @@ def step_at(
     r = np.asarray(latency, dtype=np.float64)
     n = np.asarray(counts, dtype=np.float64)
     part = np.asarray(rows, dtype=np.intp).reshape(-1)
-    own, weight = own_latency(r[part], n[part], names=names, exclude=exclude)
+    own, weight = own_latency(
+        r[part], n[part], names=names, block=max(1, block // 2), exclude=exclude
+    )
     out = []
     for j, name in enumerate(names):
         mass = weight[:, j]
@@ -201,19 +204,28 @@ def _mean_level(level: FloatArray, w: FloatArray) -> float:
     return float(np.average(level, weights=mass)) if mass.sum() > 0 else 0.0
 
 
-def _window_fit(resid: FloatArray, w: FloatArray, x: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Per window, the weighted least-squares ``g_t + h_t x_i`` of ``resid`` over the types
-    it has, ``h_t`` ridged towards 0 (0 and the weighted mean where it cannot be fitted)."""
-    s0, s1, s2 = w.sum(axis=1), (w * x).sum(axis=1), (w * x * x).sum(axis=1) + _RIDGE
+def _window_fit(
+    resid: FloatArray, w: FloatArray, x: FloatArray, block: int
+) -> tuple[FloatArray, FloatArray]:
+    """The weighted least-squares ``g_t + h_t x_i`` of ``resid``: ``g_t`` per window, ``h_t``
+    one per block of ``block`` consecutive windows (contention changes over tens of seconds,
+    and one window's few types pin a tilt down poorly), ridged towards 0. Windows without
+    types get ``g_t = 0``."""
+    s0, s1, s2 = w.sum(axis=1), (w * x).sum(axis=1), (w * x * x).sum(axis=1)
     r0, r1 = (w * resid).sum(axis=1), (w * resid * x).sum(axis=1)
-    det = s0 * s2 - s1 * s1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        g = np.where(det > 0, (s2 * r0 - s1 * r1) / det, 0.0)
-        h = np.where(det > 0, (s0 * r1 - s1 * r0) / det, 0.0)
+    some = s0 > 0
+    safe = np.where(some, s0, 1.0)
+    # within each window, x and resid centred on the window's mean: what the tilt explains
+    sxx = np.where(some, s2 - s1 * s1 / safe, 0.0)
+    sxy = np.where(some, r1 - s1 * r0 / safe, 0.0)
+    starts = np.arange(0, len(s0), max(int(block), 1))
+    tilt = np.add.reduceat(sxy, starts) / (np.add.reduceat(sxx, starts) + _RIDGE)
+    h = np.repeat(tilt, np.diff(np.append(starts, len(s0))))
+    g = np.where(some, (r0 - h * s1) / safe, 0.0)
     return g, h
 
 
-def _levels(log_r: FloatArray, w: FloatArray) -> FloatArray:
+def _levels(log_r: FloatArray, w: FloatArray, block: int) -> FloatArray:
     """Each type's level ``a_i`` by alternating least squares with the windows' ``g_t, h_t``
     (``log R = a(1 + h) + g − h·ā``); a type never seen gets 0."""
     mass = w.sum(axis=0)
@@ -221,7 +233,7 @@ def _levels(log_r: FloatArray, w: FloatArray) -> FloatArray:
     level = np.where(seen, (w * log_r).sum(axis=0) / np.where(seen, mass, 1.0), 0.0)
     for _ in range(_ITERATIONS):
         mean = _mean_level(level, w)
-        g, h = _window_fit(log_r - level, w, level - mean)
+        g, h = _window_fit(log_r - level, w, level - mean, block)
         offset = g - h * mean
         stretch = 1.0 + h
         num = (w * stretch[:, None] * (log_r - offset[:, None])).sum(axis=0)
@@ -250,6 +262,19 @@ def _best_step(value: FloatArray, weight: FloatArray, least: int) -> int:
     with np.errstate(divide="ignore", invalid="ignore"):
         gain = np.where(spread > 1e-12 * total, top[x] ** 2 / spread, 0.0)
     return int(x[int(np.argmax(gain))])
+
+
+def _placed(value: FloatArray, weight: FloatArray, x: int, least: int, block: int) -> int:
+    """The split ``x`` placed again on the windows near it alone: within two blocks of it, the
+    best step between ``least`` windows on either side. Over a long stretch, slow drifts of
+    the level move the best split of one step by a block or more; near it, only the step
+    counts."""
+    n = len(value)
+    lo, hi = max(0, x - 2 * block - least), min(n, x + 2 * block + least)
+    local = slice(lo, hi)
+    if (weight[local] > 0).sum() < 2 * least or hi - lo < 2 * least:
+        return x
+    return lo + _best_step(value[local], weight[local], least)
 
 
 def _step_test(

@@ -1,0 +1,101 @@
+"""A type's own latency and its lasting steps (perfsleuth.segments.kernels.ownstep)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from perfsleuth.errors import DataError
+from perfsleuth.segments.kernels.ownstep import own_latency, own_steps, step_at, step_bar
+
+NAMES = ("t0", "t1", "t2", "t3", "t4")
+SERVICE = np.array([0.002, 0.004, 0.005, 0.009, 0.040])  # seconds, cheapest first
+
+
+def busy_host(
+    seed: int, *, m: int = 300, changed: tuple[str, ...] = (), at: int = 200, factor: float = 2.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean latency and counts per window on a host whose conditions move every type together:
+    a stretch and a tilt redrawn every 30 windows (co-tenants come and go), a new mix every
+    45 windows, and per-window noise that shrinks with the transactions. From window ``at``
+    the types ``changed`` do ``factor`` times the work."""
+    rng = np.random.default_rng(seed)
+    counts = np.zeros((m, len(NAMES)))
+    latency = np.zeros((m, len(NAMES)))
+    level = np.log(SERVICE) - np.log(SERVICE).mean()
+    for start in range(0, m, 45):
+        mix = rng.dirichlet(np.ones(len(NAMES)) * 2.0)
+        rate = rng.uniform(40, 120)
+        counts[start : start + 45] = rng.poisson(rate * mix, size=(min(45, m - start), len(NAMES)))
+    for start in range(0, m, 30):
+        stretch, tilt = rng.normal(0.0, 0.5), rng.normal(0.0, 0.25)
+        block = slice(start, start + 30)
+        latency[block] = np.exp(np.log(SERVICE) + stretch + tilt * level)
+    work = np.ones((m, len(NAMES)))
+    for name in changed:
+        work[at:, NAMES.index(name)] = factor
+    noise = rng.normal(0.0, 1.0, size=(m, len(NAMES))) * 0.3 / np.sqrt(np.maximum(counts, 1))
+    latency = latency * work * np.exp(noise)
+    latency[counts == 0] = np.nan
+    return latency, counts
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_type_made_twice_as_heavy_steps_at_the_change(name: str) -> None:
+    latency, counts = busy_host(3, changed=(name,))
+    steps = own_steps(latency, counts, np.arange(300), names=NAMES, block=20, least=30)
+    top = steps[0]
+    assert top.name == name and top.index == 200
+    assert top.lasting and 1.6 <= top.ratio <= 2.5
+    assert top.score >= step_bar(0.05, len(NAMES), 30 / 300, top.dof)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_contention_and_mix_changes_alone_step_no_type(seed: int) -> None:
+    latency, counts = busy_host(seed)
+    steps = own_steps(latency, counts, np.arange(300), names=NAMES, block=20, least=30)
+    for step in steps:
+        bar = step_bar(0.05, len(NAMES), 30 / 300, step.dof)
+        assert not (step.score >= bar and step.lasting and step.ratio >= 1.1), step
+
+
+def test_two_types_at_once_both_step_when_neither_is_the_others_yardstick() -> None:
+    latency, counts = busy_host(4, changed=("t1", "t3"))
+    first = step_at(latency, counts, np.arange(300), 200, names=NAMES, block=20)
+    assert first[0].name in {"t1", "t3"}
+    second = step_at(
+        latency, counts, np.arange(300), 200, names=NAMES, block=20, exclude=[first[0].name]
+    )
+    other = next(s for s in second if s.name != first[0].name)
+    assert other.name in {"t1", "t3"} and other.ratio >= 1.6
+
+
+def test_the_common_stretch_and_tilt_are_taken_out() -> None:
+    latency, counts = busy_host(5)
+    own, weight = own_latency(latency, counts, names=NAMES, block=30)
+    raw = np.log(latency)
+    # each type's own latency varies far less than its latency, which the host stretches
+    for j in range(len(NAMES)):
+        seen = weight[:, j] > 0
+        assert np.nanstd(own[seen, j]) < 0.35 * np.nanstd(raw[seen, j])
+
+
+def test_the_bar_is_the_sup_of_a_brownian_bridge() -> None:
+    # Andrews (1993): sup-Wald 5% critical value with 15% trimming, one parameter, is 8.85
+    assert math.isclose(step_bar(0.05, 1, 0.15) ** 2, 8.85, rel_tol=0.03)
+    # more types, shorter edges and fewer degrees of freedom each ask for more
+    assert step_bar(0.05, 5, 0.15) > step_bar(0.05, 1, 0.15)
+    assert step_bar(0.05, 1, 0.05) > step_bar(0.05, 1, 0.15)
+    assert step_bar(0.05, 1, 0.15, dof=10) > step_bar(0.05, 1, 0.15)
+
+
+def test_bad_input_is_named() -> None:
+    latency, counts = busy_host(1, m=60)
+    with pytest.raises(DataError, match="shape"):
+        own_latency(latency[:, :4], counts, names=NAMES)
+    with pytest.raises(DataError, match="no type named t9"):
+        own_latency(latency, counts, names=NAMES, exclude=["t9"])
+    with pytest.raises(ValueError, match="alpha"):
+        step_bar(1.5, 5, 0.1)
