@@ -806,7 +806,8 @@ class SegmentDetector(DetectorMixin):
         shifts (step 5 of the module docstring). ``before`` and ``after`` are the two periods'
         windows: ``boundary.before`` spans an anomaly between a period's spans, whose CPU would
         turn the direction the CPU moved around."""
-        named, slower = self._own_named(data, before, after)
+        own, slower = self._own_named(data, before, after)
+        named = [step.name for step in own]
         tentative = False
         if not named:
             # no type's own latency stood out: the CPU may still name the types
@@ -828,13 +829,16 @@ class SegmentDetector(DetectorMixin):
                 confidence=self.confidence,
                 block=_block(data),
             )
-        return replace(boundary, named=tuple(named), tentative=tentative, costs=costs)
+        return replace(
+            boundary, named=tuple(named), tentative=tentative, costs=costs, own=tuple(own)
+        )
 
     def _own_named(
         self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
-    ) -> tuple[list[str], str | None]:
-        """The types whose own latency stepped up for good between two periods, in the order
-        they explain the steps, and the type whose own latency rose most (None if none rose).
+    ) -> tuple[list[OwnStep], str | None]:
+        """The steps of the types whose own latency stepped up for good between two periods,
+        in the order they explain the steps, and the type whose own latency rose most (None if
+        none rose).
 
         A type's own latency is measured against the others, so one type's change shows in
         the others too (its rise tilts the yardstick: the type at the other end of the cost
@@ -859,6 +863,7 @@ class SegmentDetector(DetectorMixin):
             return {s.name: s for s in found if s.name not in exclude}
 
         named: list[str] = []
+        found: list[OwnStep] = []
         slower: str | None = None
         while len(named) < len(data.types) - 2:
             now = steps(named)
@@ -878,7 +883,8 @@ class SegmentDetector(DetectorMixin):
                 return sum(s.score**2 for s in rest.values())
 
             named.append(min(fits, key=left))
-        return named, slower
+            found.append(now[named[-1]])
+        return found, slower
 
     # -- anomaly edges ------------------------------------------------------------------------
 

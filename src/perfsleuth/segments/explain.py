@@ -11,6 +11,7 @@ import numpy as np
 
 from perfsleuth.findings import Evidence, Finding, Kind, Severity
 from perfsleuth.segments.kernels.cpumodel import CostChange
+from perfsleuth.segments.kernels.ownstep import OwnStep
 from perfsleuth.segments.kernels.signature import SignatureChange
 from perfsleuth.segments.model import Boundary, Piece, Windows
 from perfsleuth.units import format_seconds
@@ -200,6 +201,7 @@ def _application_change(det: Params, data: Windows, b: Boundary, end_window: int
     start, end = data.when(b.index), data.end(end_window - 1)
     by_name = {c.name: c for c in b.changes}
     costs = {c.name: c for c in b.costs}
+    own = {o.name: o for o in b.own}
     after_s = data.seconds(b.index, end_window)
     evidence = [
         Evidence("boundary", start.isoformat()),
@@ -212,7 +214,12 @@ def _application_change(det: Params, data: Windows, b: Boundary, end_window: int
     ]
     parts = []
     for name in b.named:
-        cost, c = costs.get(name), by_name.get(name)
+        cost, c, step = costs.get(name), by_name.get(name), own.get(name)
+        if step is not None:
+            evidence += [
+                Evidence(f"own_latency_ratio[{name}]", step.ratio),
+                Evidence(f"own_latency_score[{name}]", step.score),
+            ]
         if cost is not None:
             evidence += [
                 Evidence(f"cpu_cost_shift[{name}]", cost.shift, "s"),
@@ -229,7 +236,7 @@ def _application_change(det: Params, data: Windows, b: Boundary, end_window: int
                 Evidence(f"service_time_changed[{name}]", c.changed),
                 Evidence(f"service_time_score[{name}]", c.score),
             ]
-        parts.append(_named_text(name, cost, c))
+        parts.append(_named_text(name, cost, c, step))
     others = [
         c for c in b.changes if c.name not in b.named and c.changed
     ]  # other types whose service time moved clearly, either way
@@ -257,19 +264,42 @@ def _application_change(det: Params, data: Windows, b: Boundary, end_window: int
         end=end,
         severity=Severity.ERROR if severe else Severity.WARNING,
         explanation=(
-            f"{det.entity}: the application changed at {_clock(start)}: {which} (no single CPU "
-            f"model explains before and after: extra error {100 * b.excess:.1f}% > allowed "
-            f"{100 * det.allowed_error:.0f}%)"
+            f"{det.entity}: the application changed at {_clock(start)}: {which} ({_why(det, b)})"
         ),
         evidence=tuple(evidence),
         detector=CHECK,
     )
 
 
-def _named_text(name: str, cost: CostChange | None, change: SignatureChange | None) -> str:
-    """``"t0: +1.9 ms CPU per transaction (+95%, 95% CI +1.2 ms to +2.6 ms), service time
-    4.4 ms → 7.9 ms (+77%)"``: the type's CPU cost shift and its service time, signed."""
+def _why(det: Params, b: Boundary) -> str:
+    """Why the boundary is an application change: a type's own latency stepped up for good
+    (against the other types', so not load, mix or co-tenants), or the CPU models differ."""
+    if b.own:
+        return (
+            "a type's latency rose against the other types' and stayed: a change of code, "
+            "not of load, mix or co-tenants, which move every type together"
+        )
+    return (
+        f"no single CPU model explains before and after: extra error {100 * b.excess:.1f}% > "
+        f"allowed {100 * det.allowed_error:.0f}%"
+    )
+
+
+def _named_text(
+    name: str,
+    cost: CostChange | None,
+    change: SignatureChange | None,
+    step: OwnStep | None = None,
+) -> str:
+    """``"t0: latency +77% against the other types' (t = 9.1); +1.9 ms CPU per transaction
+    (+95%, 95% CI +1.2 ms to +2.6 ms), service time 4.4 ms → 7.9 ms (+77%)"``: the step of the
+    type's own latency, its CPU cost shift and its service time, signed."""
     bits = []
+    if step is not None:
+        bits.append(
+            f"latency {100 * (step.ratio - 1):+.0f}% against the other types' "
+            f"(t = {step.score:.1f})"
+        )
     if cost is not None:
         share = f"{100 * cost.relative:+.0f}%, " if math.isfinite(cost.relative) else ""
         bits.append(

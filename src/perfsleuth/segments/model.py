@@ -20,6 +20,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from perfsleuth.segments.kernels.cpumodel import CostChange, CpuModel, fit_cpu_model
+from perfsleuth.segments.kernels.ownstep import OwnStep
 from perfsleuth.segments.kernels.signature import SignatureChange
 
 __all__ = ["Boundary", "BoundaryKind", "FloatArray", "Label", "Piece", "Windows"]
@@ -102,7 +103,9 @@ class Boundary:
     For application changes: ``named`` the transaction types named as changed, the most
     certain first (``tentative`` when none stood out clearly and the likeliest is named), and
     ``costs`` their CPU cost per transaction before and the shift after, with intervals
-    (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`).
+    (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`); ``own`` the steps of their
+    own latency that named them (:mod:`~perfsleuth.segments.kernels.ownstep`; empty when the
+    CPU named them).
     """
 
     index: int
@@ -118,3 +121,4 @@ class Boundary:
     named: tuple[str, ...] = ()
     tentative: bool = False
     costs: tuple[CostChange, ...] = ()
+    own: tuple[OwnStep, ...] = ()

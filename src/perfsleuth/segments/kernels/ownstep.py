@@ -297,9 +297,8 @@ def _step_test(
         out: FloatArray = np.add.reduceat(weight * a, starts)[used] / mass[used]
         return out
 
-    design = np.column_stack(
-        [np.ones(int(used.sum())), mean_of(index >= x), mean_of(index >= half)]
-    )
+    after, later = (index >= x).astype(np.float64), (index >= half).astype(np.float64)
+    design = np.column_stack([np.ones(int(used.sum())), mean_of(after), mean_of(later)])
     y = mean_of(value)
     root = np.sqrt(mass[used] / mass[used].mean())
     xs, ys = design * root[:, None], y * root
