@@ -302,7 +302,20 @@ def test_the_type_named_first_is_the_one_that_moved_the_cpu() -> None:
     assert abs(np.log(ratio["buy"])) > abs(np.log(ratio["home"]))
 
 
-@pytest.mark.parametrize("seed", range(1, 7))
+@pytest.mark.parametrize(
+    "seed",
+    [
+        *range(1, 6),
+        pytest.param(
+            6,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="issue 18: home's own latency steps +12% (t = 4.4, above the bar 4.2) "
+                "ten windows after the first change, a third application change",
+            ),
+        ),
+    ],
+)
 def test_paper_experiment_across_seeds(seed: int) -> None:
     analysis = SegmentDetector().analyse(cherkasova_scenario(seed).frame)
     assert analysis.episodes == ((60, 120),)
@@ -314,11 +327,11 @@ def test_paper_experiment_across_seeds(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_signature_rule_tells_a_hog_from_a_release_that_is_rolled_back(seed: int) -> None:
-    # Both middles use more CPU than the models on either side predict (the residual rule
-    # fires for both). With the hog no type got slower: an anomaly, found with the idle rule
-    # out of reach (idle_util 0.9). With home 8 ms dearer, home's added service time accounts
-    # for the excess: two application changes (the release and its rollback), no anomaly.
+def test_a_hog_that_came_and_went_is_an_anomaly_by_the_residual_rule(seed: int) -> None:
+    # The middle uses more CPU than the models on either side predict, and the excess came
+    # and went: an anomaly, found with the idle rule out of reach (idle_util 0.9). (A release
+    # rolled back looks the same in the CPU; its own-latency steps are what tell it, see
+    # test_a_release_that_is_rolled_back_is_two_application_changes.)
     hog = [Phase(60, SHOP, [30.0], wander=0.5),
            Phase(60, SHOP, [30.0], wander=0.5, hog=(0.3, 0.5)),
            Phase(60, SHOP, [30.0], wander=0.5)]  # fmt: skip
@@ -326,7 +339,7 @@ def test_signature_rule_tells_a_hog_from_a_release_that_is_rolled_back(seed: int
     assert analysis.episodes == ((60, 120),)
     middle = analysis.pieces[1]
     assert (middle.start, middle.stop, middle.label) == (60, 120, "anomaly")
-    assert set(middle.rules) == {"residual", "signature"}
+    assert set(middle.rules) == {"residual"}
 
 
 @pytest.mark.xfail(
@@ -352,7 +365,15 @@ def test_a_release_that_is_rolled_back_is_two_application_changes(seed: int) -> 
 @pytest.mark.parametrize(
     "seed",
     [
-        6,
+        pytest.param(
+            6,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="issue 18: a type's latency that steps up for good against the other "
+                "types' is an application change without the CPU's corroboration, which on a "
+                "busy host's real runs is too noisy to require (docs/segments.md)",
+            ),
+        ),
         pytest.param(
             11,
             marks=pytest.mark.xfail(
@@ -456,6 +477,13 @@ def _queued(changed: tuple[str, ...], seed: int) -> pd.DataFrame:
     return frame
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 18: an application change is found where a type's latency steps against "
+    "the other types'; here every type's response time is the same queue, so none can, and "
+    "the CPU-only search was removed (on the recorded runs it found no change and added a "
+    "false one; docs/segments.md)",
+)
 @pytest.mark.parametrize(
     ("changed", "seed"),
     [(("home",), 0), (("search",), 0), (("cart",), 0), (("buy",), 1), (("home", "buy"), 1)],

@@ -423,6 +423,7 @@ class SegmentDetector(DetectorMixin):
         # the set of references settles: an anomaly must not serve as another's reference).
         reference = [not sh for sh in is_short]
         long_anomaly = [False] * len(spans)
+        unreleased = [False] * len(spans)  # at an end of the data, no change of code explains it
         verdicts: list[list[tuple[float, float, float]]] = [[] for _ in spans]
         for _ in range(len(spans)):
             for i, (a, b) in enumerate(spans):
@@ -439,7 +440,8 @@ class SegmentDetector(DetectorMixin):
                 if len(near) == 2:
                     long_anomaly[i] = more
                 else:  # the idle rule judges the ends of the data too
-                    long_anomaly[i] = (more or idle_high[i]) and not (near and released(i, near))
+                    unreleased[i] = bool(near) and not released(i, near)
+                    long_anomaly[i] = (more or idle_high[i]) and (not near or unreleased[i])
             settled = [not sh and not x for sh, x in zip(is_short, long_anomaly, strict=True)]
             if settled == reference:
                 break
@@ -458,6 +460,7 @@ class SegmentDetector(DetectorMixin):
                     ("short", is_short[i]),
                     ("idle", idle_high[i]),
                     ("residual", fires),
+                    ("signature", unreleased[i]),
                 )
                 if on
             ]
@@ -842,11 +845,12 @@ class SegmentDetector(DetectorMixin):
 
         A type's own latency is measured against the others, so one type's change shows in
         the others too (its rise tilts the yardstick: the type at the other end of the cost
-        range seems to rise with it). So the types are named one at a time, each by the
-        hypothesis that explains the steps best: of the types whose step counts (beyond the
-        normal quantile at ``alpha`` shared over the types, at least ``min_change``,
-        lasting), the one which, once no yardstick, leaves the others' steps smallest (sum
-        of their squared t). Each type named is no yardstick for the next."""
+        range seems to rise with it; a type made faster makes the rest seem slower). So the
+        types that changed are found one at a time, each by the hypothesis that explains the
+        steps best: of the types whose step counts either way (beyond the normal quantile at
+        ``alpha`` shared over the types, at least ``min_change``, lasting), the one which,
+        once no yardstick, leaves the others' steps smallest (sum of their squared t). Each
+        type found is no yardstick for the next; those that got slower are named."""
         rows = np.concatenate([before, after])
         bar = float(norm.ppf(1 - self.alpha / (2 * len(data.types))))
 
@@ -862,29 +866,29 @@ class SegmentDetector(DetectorMixin):
             )
             return {s.name: s for s in found if s.name not in exclude}
 
-        named: list[str] = []
+        changed: list[str] = []
         found: list[OwnStep] = []
         slower: str | None = None
-        while len(named) < len(data.types) - 2:
-            now = steps(named)
+        while len(changed) < len(data.types) - 2:
+            now = steps(changed)
             rising = [s for s in now.values() if s.shift > 0]
             if slower is None and rising:
                 slower = max(rising, key=lambda s: s.shift).name
             fits = [
                 s.name
-                for s in rising
-                if s.score >= bar and s.lasting and s.ratio - 1.0 >= self.min_change
+                for s in now.values()
+                if abs(s.score) >= bar and s.lasting and abs(s.ratio - 1.0) >= self.min_change
             ]
             if not fits:
                 break
 
             def left(name: str) -> float:
-                rest = steps([*named, name])
+                rest = steps([*changed, name])
                 return sum(s.score**2 for s in rest.values())
 
-            named.append(min(fits, key=left))
-            found.append(now[named[-1]])
-        return found, slower
+            changed.append(min(fits, key=left))
+            found.append(now[changed[-1]])
+        return [s for s in found if s.shift > 0], slower
 
     # -- anomaly edges ------------------------------------------------------------------------
 
