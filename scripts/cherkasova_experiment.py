@@ -450,6 +450,8 @@ def _pgbench(
 def record(out: Path, plan: Plan, pg_parent: Path | None) -> dict[str, object]:
     """Run the plan against a fresh server; write the logs, tables and truth.json."""
     niceness = os.nice(0)  # the database runs at the priority a user would run it at
+    group = Path("/proc/self/autogroup")  # Linux shares the CPU between these groups first
+    autogroup = group.read_text().strip() if group.exists() else ""
     out = out.resolve()
     logs, script_dir = out / "logs", out / "scripts"
     for folder in (logs, script_dir):
@@ -512,6 +514,7 @@ def record(out: Path, plan: Plan, pg_parent: Path | None) -> dict[str, object]:
         "cotenants": plan.cotenants,
         "cores": cores,
         "niceness": niceness,
+        "autogroup": autogroup,
         "load_before": load_before,
         "load_after": os.getloadavg(),
         "recorded": datetime.now(UTC).isoformat(),

@@ -41,7 +41,7 @@ __all__ = ["OwnStep", "own_latency", "own_steps", "step_at", "step_bar"]
 
 FloatArray = NDArray[np.float64]
 
-_RIDGE = 1.0  # transactions' worth of evidence that a window's tilt is 0
+_RIDGE = 30.0  # transactions' worth of evidence that a window's tilt is 0
 _ITERATIONS = 50
 
 
@@ -78,7 +78,9 @@ def own_latency(
 ) -> tuple[FloatArray, FloatArray]:
     """Each type's own log latency per window (the common stretch and tilt of the window,
     fitted on the other types, taken out; NaN where the type has no transactions or no other
-    type ran) and its weight (transactions; 0 where NaN). See the module docstring. The types
+    type ran) and its weight (the inverse of its variance in one transaction's units: the
+    type's own transactions and the yardstick's fit both count; 0 where NaN). See the module
+    docstring. The types
     ``exclude`` (known to have changed) are no yardstick for the others."""
     log_r, w = _log_latency(latency, counts, names)
     unknown = sorted(set(exclude) - set(names))
@@ -94,10 +96,12 @@ def own_latency(
     for j in range(k):
         others = yardstick.copy()
         others[:, j] = 0.0
-        g, h = _window_fit(log_r - level, others, x, block)
+        g, h, variance = _window_fit(log_r - level, others, x, block, at=float(x[j]))
         ok = (w[:, j] > 0) & (others.sum(axis=1) > 0)
         own[ok, j] = log_r[ok, j] - level[j] - (g[ok] + h[ok] * x[j])
-        weight[ok, j] = w[ok, j]
+        # the type's own mean and the yardstick's fit are both noisy: weigh by the inverse
+        # of their variances added (in transactions' worth)
+        weight[ok, j] = 1.0 / (1.0 / w[ok, j] + variance[ok])
     return own, weight
 
 
@@ -205,12 +209,13 @@ def _mean_level(level: FloatArray, w: FloatArray) -> float:
 
 
 def _window_fit(
-    resid: FloatArray, w: FloatArray, x: FloatArray, block: int
-) -> tuple[FloatArray, FloatArray]:
+    resid: FloatArray, w: FloatArray, x: FloatArray, block: int, at: float = 0.0
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The weighted least-squares ``g_t + h_t x_i`` of ``resid``: ``g_t`` per window, ``h_t``
     one per block of ``block`` consecutive windows (contention changes over tens of seconds,
     and one window's few types pin a tilt down poorly), ridged towards 0. Windows without
-    types get ``g_t = 0``."""
+    types get ``g_t = 0``. Also the variance of the fit at ``x = at`` per window, in units
+    of one transaction's (``1/Σw + (at − x̄_t)²/S_xx``; inf without types)."""
     s0, s1, s2 = w.sum(axis=1), (w * x).sum(axis=1), (w * x * x).sum(axis=1)
     r0, r1 = (w * resid).sum(axis=1), (w * resid * x).sum(axis=1)
     some = s0 > 0
@@ -220,9 +225,12 @@ def _window_fit(
     sxy = np.where(some, r1 - s1 * r0 / safe, 0.0)
     starts = np.arange(0, len(s0), max(int(block), 1))
     tilt = np.add.reduceat(sxy, starts) / (np.add.reduceat(sxx, starts) + _RIDGE)
-    h = np.repeat(tilt, np.diff(np.append(starts, len(s0))))
+    lengths = np.diff(np.append(starts, len(s0)))
+    h = np.repeat(tilt, lengths)
     g = np.where(some, (r0 - h * s1) / safe, 0.0)
-    return g, h
+    spread = np.repeat(np.add.reduceat(sxx, starts) + _RIDGE, lengths)
+    variance = np.where(some, 1.0 / safe + (at - s1 / safe) ** 2 / spread, np.inf)
+    return g, h, variance
 
 
 def _levels(log_r: FloatArray, w: FloatArray, block: int) -> FloatArray:
@@ -233,7 +241,7 @@ def _levels(log_r: FloatArray, w: FloatArray, block: int) -> FloatArray:
     level = np.where(seen, (w * log_r).sum(axis=0) / np.where(seen, mass, 1.0), 0.0)
     for _ in range(_ITERATIONS):
         mean = _mean_level(level, w)
-        g, h = _window_fit(log_r - level, w, level - mean, block)
+        g, h, _ = _window_fit(log_r - level, w, level - mean, block)
         offset = g - h * mean
         stretch = 1.0 + h
         num = (w * stretch[:, None] * (log_r - offset[:, None])).sum(axis=0)
