@@ -17,52 +17,51 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
 3. fits each segment's model (NNLS, stepwise F-test selection) and finds the **anomalous**
    segments — CPU the workload does not explain. Against the **neighbouring normal models** (the
    nearest normal segment before and after it), a segment whose CPU is higher by at least
-   ``threshold`` standard errors and by more than the model's own misfit between regimes (three
-   times the typical excess between neighbouring segments, and at least ``allowed_error``)
-   is in excess (*residual rule*). It is an anomaly when, besides, no transaction type's
-   service time stands out (*signature rule*: the paper's two techniques together — CPU used
-   by a process outside the application stretches every type alike, a change of code singles
-   one out) and, where the excess did not come and go, the CPU singles out no type whose cost
-   rose (step 4: on a saturated host the latencies are queueing). A short segment (under
-   ``min_duration`` seconds, or too few windows for a model of its own) is an anomaly when
-   the residual rule fires in either direction; otherwise it joins the neighbour that
-   explains it best. At either end of the data, with one neighbour, the
-   paper's *idle rule* may fire too (``C0`` above ``idle_util`` of the machine, significantly).
-   Consecutive anomalous segments form one ``workload_anomaly`` finding.
-4. **reconciles** consecutive normal segments (anomalies filtered out), the most alike first:
-   two periods are one application under different workloads (a ``workload_change``, INFO)
-   when one CPU model explains both within ``allowed_error`` (the extra relative error of the
-   joint model, net of what noise alone costs it), or — ``confirm`` — when no transaction
-   type's service time stands out between them: on a busy host a linear CPU model misses by
-   more than ``allowed_error`` between mixes with no code changed at all. Otherwise (and, with
-   ``confirm=False``, the paper's rule: whenever the CPU models differ by more than
-   ``allowed_error`` and significantly, Chow F-test at ``alpha``) it is an
-   ``application_change``. Each application change is then placed where the two periods'
-   models fit best (least squares over the stretch between its neighbouring boundaries).
-   **The CPU's own evidence.** On a saturated host response times are mostly queueing, which
-   every type waits in alike, so no service time stands out even when one type got much
-   heavier. A cut between the spans of one period where the CPU models differ by more than
-   ``allowed_error`` is therefore also an application change when the CPU names the types
-   (:func:`~perfsleuth.segments.kernels.cpumodel.shift_test`: one regression with every
-   type's after-shift, Newey–West errors): their shift is significant (Bonferroni over the
-   types), in the direction the CPU moved and at least ``min_change`` of their cost; no type
-   changed the other way, the rest moved jointly by no more than ``min_change`` and not every
-   type moved (:meth:`~perfsleuth.segments.kernels.cpumodel.ShiftTest.changed`: a linear model
-   that misses under a new mix trades one type's cost against another's, CPU used outside the
-   application stretches them all); both sides last ``min_duration`` seconds; and each type
-   named still shifts significantly, at least half as far, between the earlier half of the
-   period before and the later half of the period after (the change lasts).
-5. **names the changed types** from the signature: every window of both periods is fitted by
-   the types' service times with the window's common conditions (shared wait, shared stretch)
-   taken out, and the types whose own service time moved the most, in the direction the CPU
-   moved, are named, the most certain first
-   (:func:`~perfsleuth.segments.kernels.signature.compare_service`; ``min_change`` is the
-   smallest relative change that counts); when none stands out, the types the CPU names (step
-   4). Their CPU cost per transaction before and its shift
-   after, with bootstrap intervals, come from one CPU model of both periods in which only their
-   costs may move (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`). An application
-   change with less than ``min_duration`` seconds of data after it is still reported, as a
-   warning that says so.
+   ``threshold`` standard errors and by at least ``allowed_error`` of its CPU, for every
+   neighbour, is in excess (*residual rule*). Between two neighbours the excess came and went:
+   an anomaly (a process outside the workload, whatever it does to the latencies: a hog slows
+   some types more than others). At either end of the data, with one neighbour, it did not
+   go; there the paper's *idle rule* may fire too (``C0`` above ``idle_util`` of the machine,
+   significantly), and the stretch is an anomaly unless a change of code explains it
+   (*signature rule*: a type's own latency steps up for good where it begins, step 4 — an
+   application change near the end of the data is not lost in an anomaly). A short segment
+   (under ``min_duration`` seconds, or too few windows for a model of its own) is an anomaly
+   when the residual rule fires in either direction; otherwise it joins the neighbour that
+   explains it best. Consecutive anomalous segments form one ``workload_anomaly`` finding.
+4. **finds the application changes** in the normal windows (anomalies left out) by binary
+   segmentation of each type's **own latency**
+   (:mod:`~perfsleuth.segments.kernels.ownstep`): its latency with the window's common stretch
+   and tilt, fitted on the other types, taken out. Load, mix, co-tenants and queueing move
+   every type together (a common wait lengthens short transactions relatively more: the
+   tilt); a change of code moves one. A cut is an application change where a type's own
+   latency steps **up** (more work) by at least ``min_change``, beyond
+   :func:`~perfsleuth.segments.kernels.ownstep.step_bar` (the split searched for, Bonferroni
+   over the types, at ``alpha``), and **lasts** (the later half of the windows after it keeps
+   half the step); both sides last ``min_duration`` seconds; the largest such step cuts
+   first, then both sides are searched again. The CPU models are not asked: on a busy host a
+   linear CPU model misses by 7–33% between mixes with no code changed, and the CPU per
+   transaction moves with the co-tenants. The periods between application changes are
+   **reconciled** into workload changes: each cut of the segmentation inside a period is a
+   ``workload_change`` (INFO), which says whether one CPU model explains both sides within
+   ``allowed_error`` (extra relative error of the joint model, net of what noise alone costs
+   it) or, if not, whether the difference is significant (Chow F-test at ``alpha``). With
+   ``confirm=False`` the paper's rule decides instead: consecutive periods merge while their
+   CPU models differ by at most ``allowed_error`` or not significantly, and each change left
+   is placed where the two periods' models fit best.
+5. **names the changed types**: at an application change, the types whose own latency stepped
+   up for good between the two periods (beyond the normal quantile at ``alpha`` shared over
+   the types, at least ``min_change``, lasting), one at a time by the hypothesis that explains
+   the steps best — the type which, once it is no yardstick, leaves the other types' steps
+   smallest (one type's change tilts the yardstick, so the type at the other end of the cost
+   range seems to move too); each type found is no yardstick for the next. When none does
+   (the paper's rule), the types whose CPU cost alone shifted
+   (:func:`~perfsleuth.segments.kernels.cpumodel.shift_test`), else, tentatively, the type
+   whose own latency rose most. Their CPU cost per transaction before and its shift after, with
+   bootstrap intervals, come from one CPU model of both periods in which only their costs may
+   move (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`), and the service times of
+   the signature (:func:`~perfsleuth.segments.kernels.signature.compare_service`) are reported
+   beside them. An application change with less than ``min_duration`` seconds of data after it
+   is still reported, as a warning that says so.
 
 :meth:`SegmentDetector.analyse` returns all of it as a :class:`SegmentAnalysis`; :mod:`.explain`
 words the findings, and :mod:`.report` draws the analysis without fitting anything again.

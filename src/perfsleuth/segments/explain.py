@@ -164,9 +164,9 @@ def _workload_change(det: Params, data: Windows, b: Boundary) -> Finding:
     elif b.unconfirmed:
         verdict = (
             f"the CPU model differs more than allowed (extra error {100 * b.excess:.1f}%, "
-            f"allowed {100 * det.allowed_error:.0f}%) but no transaction type's service "
-            "time changed, nor did the CPU single out a type whose cost shifted: the same "
-            "application, whose CPU cost depends on the workload more than a linear model says"
+            f"allowed {100 * det.allowed_error:.0f}%) but no transaction type's latency rose "
+            "against the other types' for good: the same application, whose CPU cost "
+            "depends on the workload and the co-tenants more than a linear model says"
         )
     else:
         verdict = (
