@@ -809,7 +809,7 @@ class SegmentDetector(DetectorMixin):
         windows: ``boundary.before`` spans an anomaly between a period's spans, whose CPU would
         turn the direction the CPU moved around."""
         own, slower = self._own_named(data, before, after)
-        named = [step.name for step in own]
+        named = [step.name for step in own if step.shift > 0]
         tentative = False
         if not named:
             # no type's own latency stood out: the CPU may still name the types
@@ -838,8 +838,8 @@ class SegmentDetector(DetectorMixin):
     def _own_named(
         self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
     ) -> tuple[list[OwnStep], str | None]:
-        """The steps of the types whose own latency stepped up for good between two periods,
-        in the order they explain the steps, and the type whose own latency rose most (None if
+        """The steps of the types whose own latency stepped for good between two periods, in
+        the order they explain the steps, and the type whose own latency rose most (None if
         none rose).
 
         A type's own latency is measured against the others, so one type's change shows in
@@ -849,7 +849,8 @@ class SegmentDetector(DetectorMixin):
         steps best: of the types whose step counts either way (beyond the normal quantile at
         ``alpha`` shared over the types, at least ``min_change``, lasting), the one which,
         once no yardstick, leaves the others' steps smallest (sum of their squared t). Each
-        type found is no yardstick for the next; those that got slower are named."""
+        type found is no yardstick for the next; those that got slower are named, those that
+        got faster reported beside them."""
         rows = np.concatenate([before, after])
         bar = float(norm.ppf(1 - self.alpha / (2 * len(data.types))))
 
@@ -887,7 +888,7 @@ class SegmentDetector(DetectorMixin):
 
             changed.append(min(fits, key=left))
             found.append(now[changed[-1]])
-        return [s for s in found if s.shift > 0], slower
+        return found, slower
 
     # -- anomaly edges ------------------------------------------------------------------------
 

@@ -237,9 +237,11 @@ def _application_change(det: Params, data: Windows, b: Boundary, end_window: int
                 Evidence(f"service_time_score[{name}]", c.score),
             ]
         parts.append(_named_text(name, cost, c, step))
-    others = [
-        c for c in b.changes if c.name not in b.named and c.changed
-    ]  # other types whose service time moved clearly, either way
+    # other types that moved clearly, either way: by their own latency when it decided
+    if b.own:
+        others = [(o.name, o.ratio) for o in b.own if o.name not in b.named]
+    else:
+        others = [(c.name, c.ratio) for c in b.changes if c.name not in b.named and c.changed]
     if not b.named:
         which = "no single transaction type changed clearly"
     else:
@@ -249,8 +251,8 @@ def _application_change(det: Params, data: Windows, b: Boundary, end_window: int
         which += (
             "; others unchanged"
             if not others
-            else "; service time also changed for "
-            + ", ".join(f"{c.name} ({100 * (c.ratio - 1):+.0f}%)" for c in others)
+            else f"; {'latency' if b.own else 'service time'} also changed for "
+            + ", ".join(f"{name} ({100 * (ratio - 1):+.0f}%)" for name, ratio in others)
         )
     short = after_s < det.min_duration
     if short:

@@ -103,9 +103,10 @@ class Boundary:
     For application changes: ``named`` the transaction types named as changed, the most
     certain first (``tentative`` when none stood out clearly and the likeliest is named), and
     ``costs`` their CPU cost per transaction before and the shift after, with intervals
-    (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`); ``own`` the steps of their
-    own latency that named them (:mod:`~perfsleuth.segments.kernels.ownstep`; empty when the
-    CPU named them).
+    (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`); ``own`` the steps of the own
+    latency of every type found changed (:mod:`~perfsleuth.segments.kernels.ownstep`; those
+    that rose are ``named``, those that fell are reported beside them; empty when the CPU named
+    the types).
     """
 
     index: int
