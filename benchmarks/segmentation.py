@@ -17,6 +17,12 @@ Usage::
     .venv/bin/python benchmarks/segmentation.py                 # M = 1,800 and 10,000
     .venv/bin/python benchmarks/segmentation.py --sizes 1800 --peer-limit 120
     .venv/bin/python benchmarks/segmentation.py --cost gaussian --peer-limit 30
+    .venv/bin/python benchmarks/segmentation.py --sizes 10000 --detector   # the whole detector
+
+``--detector`` times the whole segments detector (``SegmentDetector().analyse``: segmentation,
+anomalies, the own-latency search for application changes, naming) on the same data as a
+workload frame, each type's latency its service time stretched by a common factor per
+window, instead of running the peers.
 """
 
 from __future__ import annotations
@@ -27,13 +33,14 @@ import sys
 import time
 
 import numpy as np
+import pandas as pd
 
 from perfsleuth.segments.kernels.segmentation import segment_regression
 
 COLUMNS = 15
 
 
-def make_data(m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[int]]:
+def make_data(m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[int], tuple[int, int]]:
     """Windows × (width, 14 counts) and CPU-seconds; the two biggest CPU consumers get 80%
     dearer at M/3 and 2M/3 in turn (about +15% of the CPU each): application changes."""
     rng = np.random.default_rng(seed)
@@ -51,7 +58,47 @@ def make_data(m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[int]]
     beta[truth[0] :, first] *= 1.8
     beta[truth[1] :, second] *= 1.8
     clean = (design * beta).sum(axis=1)
-    return design, clean * (1.0 + rng.normal(0.0, 0.02, m)), truth
+    noisy = clean * (1.0 + rng.normal(0.0, 0.02, m))
+    return design, noisy, truth, (int(first), int(second))
+
+
+def detector_frame(
+    design: np.ndarray, y: np.ndarray, truth: list[int], changed: tuple[int, int], seed: int = 0
+) -> pd.DataFrame:
+    """The benchmark's data as a workload frame: 14 types' counts and CPU, each type's
+    latency its service time (1–50 ms) times a common stretch per window (lognormal); the
+    types whose cost changes take 80% longer from then on."""
+    rng = np.random.default_rng(seed)
+    m, k = design.shape[0], COLUMNS - 1
+    service = np.tile(rng.uniform(0.001, 0.05, k), (m, 1))
+    for at, column in zip(truth, changed, strict=True):
+        service[at:, column - 1] *= 1.8
+    stretch = rng.lognormal(0.0, 0.3, (m, 1)) * rng.lognormal(0.0, 0.05, (m, k))
+    frame = pd.DataFrame(
+        {"time": pd.date_range("2026-01-01", periods=m, freq="60s", tz="UTC"), "window_s": 60.0}
+    )
+    for j in range(k):
+        frame[f"n[t{j}]"] = design[:, j + 1]
+        frame[f"rt_sum[t{j}]"] = design[:, j + 1] * service[:, j] * stretch[:, j]
+    frame["cpu_util"] = np.clip(y / 60.0, 0.0, 1.0)
+    return frame
+
+
+def time_detector(sizes: list[int]) -> None:
+    from perfsleuth.segments.detector import SegmentDetector
+
+    for m in sizes:
+        design, y, truth, changed = make_data(m)
+        frame = detector_frame(design, y, truth, changed)
+        start = time.process_time()
+        analysis = SegmentDetector().analyse(frame)
+        took = time.process_time() - start
+        kinds = [b.kind for b in analysis.boundaries]
+        print(
+            f"M = {m} × {COLUMNS}: the whole detector {took:.2f} s CPU ({len(analysis.pieces)} "
+            f"segments, {kinds.count('application_change')} application changes; truth {truth})"
+        )
+        sys.stdout.flush()
 
 
 def _peer(
@@ -103,12 +150,16 @@ def main(argv: list[str] | None = None) -> int:
         default="paper",
         help="segmentation cost (the detector's default is gaussian)",
     )
+    parser.add_argument("--detector", action="store_true", help="time the whole detector")
     args = parser.parse_args(argv)
+    if args.detector:
+        time_detector(args.sizes)
+        return 0
     targets = {1800: 5.0, 10_000: 60.0}
     row = "{:>6}  {:>10}  {:>5}  {:<18}  {:<14}  {:>9}  {}"
     print(row.format("M", "perfsleuth", "NNLS", "breakpoints", "peer", "peer", "ratio"))
     for m in args.sizes:
-        design, y, truth = make_data(m)
+        design, y, truth, _ = make_data(m)
         start = time.process_time()
         seg = segment_regression(design, y, cost=args.cost, allowed_error=args.allowed_error)
         ours = time.process_time() - start
