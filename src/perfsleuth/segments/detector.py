@@ -875,12 +875,15 @@ class SegmentDetector(DetectorMixin):
             if slower is None and rising:
                 slower = max(rising, key=lambda s: s.shift).name
             fits = [
-                s.name
+                s
                 for s in now.values()
                 if abs(s.score) >= bar and s.lasting and abs(s.ratio - 1.0) >= self.min_change
             ]
             if not fits:
                 break
+            # the types that got slower are what an application change is about: they are
+            # explained first, the faster ones once no slower one is left
+            fits = [s.name for s in fits if s.shift > 0] or [s.name for s in fits]
 
             def left(name: str) -> float:
                 rest = steps([*changed, name])
