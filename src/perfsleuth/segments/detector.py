@@ -881,9 +881,10 @@ class SegmentDetector(DetectorMixin):
             ]
             if not fits:
                 break
-            # the types that got slower are what an application change is about: they are
-            # explained first, the faster ones once no slower one is left
-            fits = [s.name for s in fits if s.shift > 0] or [s.name for s in fits]
+            # a type that got slower is what an application change is about: the first type
+            # found is one of them; then whichever explains the rest best
+            rising = [s.name for s in fits if s.shift > 0]
+            fits = rising if not changed and rising else [s.name for s in fits]
 
             def left(name: str) -> float:
                 rest = steps([*changed, name])
