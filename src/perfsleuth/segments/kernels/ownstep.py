@@ -41,7 +41,7 @@ __all__ = ["OwnStep", "own_latency", "own_steps", "step_at", "step_bar"]
 
 FloatArray = NDArray[np.float64]
 
-_RIDGE = 30.0  # transactions' worth of evidence that a window's tilt is 0
+_RIDGE = 10.0  # transactions' worth of evidence that a window's tilt is 0
 _ITERATIONS = 50
 
 
