@@ -883,14 +883,14 @@ class SegmentDetector(DetectorMixin):
                 break
             # a type that got slower is what an application change is about: the first type
             # found is one of them; then whichever explains the rest best
-            rising = [s.name for s in fits if s.shift > 0]
-            fits = rising if not changed and rising else [s.name for s in fits]
+            slowed = [s.name for s in fits if s.shift > 0]
+            names = slowed if not changed and slowed else [s.name for s in fits]
 
             def left(name: str) -> float:
                 rest = steps([*changed, name])
                 return sum(s.score**2 for s in rest.values())
 
-            changed.append(min(fits, key=left))
+            changed.append(min(names, key=left))
             found.append(now[changed[-1]])
         return found, slower
 
