@@ -8,19 +8,24 @@ types as the yardstick: in logs, the mean latency of type i in window t is
     log R_it = a_i + g_t + h_t · (a_i − ā)
 
 ``a_i`` the type's own level, ``g_t`` the window's common stretch and ``h_t`` its **tilt**:
-contention that adds a fixed wait per round trip lengthens short transactions relatively more
-than long ones (``h_t < 0``), a smaller share of the CPU stretches them all alike (``h_t = 0``).
-Fitted over the windows searched (weights: transactions; a light ridge keeps ``h_t`` near 0
-in windows with few types), each type's **own latency** in a window is what the other types'
-``g_t`` and ``h_t`` leave of it (leave-one-out, so that a type cannot explain itself away).
+a common wait (a run queue, a load generator behind its schedule) lengthens short transactions
+relatively more than long ones (``h_t < 0``), a smaller share of the CPU stretches them all
+alike (``h_t = 0``). ``g_t`` is fitted per window, ``h_t`` per half block (contention changes
+over tens of seconds, and one window's few types pin a tilt down poorly), held towards 0 by a
+prior worth ``_RIDGE`` transactions (weights: transactions). Each type's **own latency** in a
+window is what the other types' ``g_t`` and ``h_t`` leave of it (leave-one-out, so that a type
+cannot explain itself away), weighed by the inverse of its variance: its own transactions'
+and the yardstick's fit at its level both count.
 
 A change of code that makes type i do more work steps its own latency up from that moment on
 and for good, whatever the mix and the co-tenants do: :func:`own_steps` finds, per type, the
-split of the windows where its own latency steps the most (exactly, all splits at once), and
-tests it on block means (``block`` consecutive windows, so that slow drifts count as noise):
-its t statistic, how far it moved, and whether it lasts (the later half of the windows after
-it still moved at least half as far). :func:`step_bar` is the t a step must reach when the
-split is searched for (the supremum of a Brownian bridge, Bonferroni over the types).
+split of the windows where its own latency steps the most (exactly, all splits at once; then
+placed again on the windows near it), and tests it on block means (``block`` consecutive
+windows, so that slow drifts count as noise): its t statistic, how far it moved, and whether
+it lasts (the later half of the windows after it still moved at least half as far).
+:func:`step_at` tests every type at a given split. :func:`step_bar` is the t a step must
+reach when the split is searched for (the supremum of a Brownian bridge, Bonferroni over the
+types).
 """
 
 from __future__ import annotations
