@@ -408,10 +408,12 @@ class SegmentDetector(DetectorMixin):
         def released(i: int, near: list[int]) -> bool:
             """Whether a type's own latency steps up for good where piece ``i`` meets its one
             neighbour ``near``: extra CPU from there to the end of the data that a change of
-            code explains (:meth:`_application_step`)."""
+            code explains (:meth:`_application_step`), judged against every reference piece
+            on that side (the more windows, the surer the step)."""
             key = (i, tuple(near))
             if key not in memo:
-                rows = _rows(sorted([spans[j] for j in near] + [spans[i]]))
+                side = [j for j in range(len(spans)) if reference[j] and (j < i) == (near[0] < i)]
+                rows = _rows(sorted([spans[j] for j in side] + [spans[i]]))
                 least = self._least(data)
                 memo[key] = (
                     len(rows) >= 2 * least and self._application_step(data, rows, least) is not None
