@@ -41,6 +41,7 @@ from scipy.stats import norm
 from scipy.stats import t as t_dist
 
 from perfsleuth.errors import DataError
+from perfsleuth.segments.kernels.signature import _latency_counts
 
 __all__ = ["OwnStep", "own_latency", "own_steps", "step_at", "step_bar"]
 
@@ -197,15 +198,10 @@ def step_bar(alpha: float, types: int, least_share: float, dof: float = math.inf
 def _log_latency(
     latency: ArrayLike, counts: ArrayLike, names: Sequence[str]
 ) -> tuple[FloatArray, FloatArray]:
-    r = np.array(latency, dtype=np.float64, ndmin=2)
-    w = np.array(counts, dtype=np.float64, ndmin=2)
-    if r.shape != w.shape:
-        raise DataError(f"latency has shape {r.shape} but counts {w.shape}")
-    if r.shape[1] != len(names):
-        raise DataError(f"{len(names)} name(s) for {r.shape[1]} column(s) of latency")
-    ok = np.isfinite(r) & (r > 0) & np.isfinite(w) & (w > 0)
-    w = np.where(ok, w, 0.0)
-    return np.where(ok, np.log(np.where(ok, r, 1.0)), 0.0), w
+    """Log latency and weights (0 where the latency is missing or not positive)."""
+    r, w = _latency_counts(latency, counts, names)
+    w = np.where(r > 0, w, 0.0)
+    return np.where(w > 0, np.log(np.where(w > 0, r, 1.0)), 0.0), w
 
 
 def _mean_level(level: FloatArray, w: FloatArray) -> float:
