@@ -19,7 +19,8 @@ the intervals are a little optimistic, which the ``min_change`` floor offsets.
 
 **On a shared machine** ``1 − U`` does not remove queueing: other processes take the CPU and
 every type is stretched by the same contention. :func:`service_index` and :func:`compare_service`
-therefore take the common conditions of each window out with the types themselves: the mean latency of type i in window t is ``R_it = b_t·S_i`` — the type's
+therefore take the common conditions of each window out with the types themselves: the mean
+latency of type i in window t is ``R_it = b_t·S_i`` — the type's
 service time stretched by a factor ``b_t`` every type shares that window (its share of the CPU,
 the queue). Fitted over a period (weighted least squares, weights: transactions; normalised to
 a mean stretch of 1), ``S_i`` is the type's service time under the period's typical
