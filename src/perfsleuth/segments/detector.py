@@ -23,8 +23,9 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    some types more than others). At either end of the data, with one neighbour, it did not
    go; there the paper's *idle rule* may fire too (``C0`` above ``idle_util`` of the machine,
    significantly), and the stretch is an anomaly unless a change of code explains it
-   (*signature rule*: a type's own latency steps up for good where it begins, step 4 — an
-   application change near the end of the data is not lost in an anomaly). A short segment
+   (*signature rule*: a type's own latency steps up for good where it begins, step 4, judged
+   against all the normal segments on that side — an application change near the end of the
+   data is not lost in an anomaly). A short segment
    (under ``min_duration`` seconds, or too few windows for a model of its own) is an anomaly
    when the residual rule fires in either direction; otherwise it joins the neighbour that
    explains it best. Consecutive anomalous segments form one ``workload_anomaly`` finding.
