@@ -16,12 +16,13 @@ Every command that analyses data builds a plan and runs it through :mod:`perfsle
 path ``analyze`` takes; ``--store`` and ``--report`` mean the same everywhere. Results go to
 stdout, logs to stderr. Exit codes: 0 when no finding is at or above ``--fail-on``, 1 when one
 is, 2 for usage, configuration and data errors. Heavy libraries are imported inside commands so
-``--help`` is fast.
+``--help`` is fast, and a command imports its own module only (:data:`_COMMANDS`).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -30,23 +31,8 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from perfsleuth.bottleneck.cli import bottleneck_app, calibrate_command, verify_command
-from perfsleuth.changepoints.cli import changepoints_command
 from perfsleuth.cli.output import FailOn, FindingsAtOrAbove, Format, Options
-from perfsleuth.cli.runs import (
-    analyze_command,
-    config_app,
-    demo_command,
-    detect_command,
-    report_command,
-    watch_command,
-)
-from perfsleuth.collect.cli import collect_command, import_command
 from perfsleuth.errors import PerfsleuthError
-from perfsleuth.fleet.cli import fleet_app
-from perfsleuth.processes.cli import processes_app
-from perfsleuth.segments.cli import segments_command
-from perfsleuth.workload.cli import workload_command
 
 __all__ = ["app", "main"]
 
@@ -82,34 +68,32 @@ class _Grammar(TyperGroup):
             raise
 
 
-app = typer.Typer(
-    name="perfsleuth",
-    cls=_Grammar,
-    help="Automated performance diagnosis: when did performance change, why, and what to fix.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-# whole runs
-app.command("demo")(demo_command)
-app.command("analyze")(analyze_command)
-app.command("watch")(watch_command)
-app.command("detect")(detect_command)
-app.command("report")(report_command)
-# one family each, in the order of the questions
-app.command("changepoints")(changepoints_command)
-app.command("workload")(workload_command)
-app.command("segments")(segments_command)
-app.add_typer(processes_app, name="processes")
-app.add_typer(fleet_app, name="fleet")
-app.add_typer(bottleneck_app, name="bottleneck")
-app.command("calibrate")(calibrate_command)
-app.command("verify")(verify_command)
-# data in, configuration
-app.command("collect")(collect_command)
-app.command("import")(import_command)
-app.add_typer(config_app, name="config")
+# Every command: its Typer function or sub-app as "module:name", imported only when that command
+# runs (or for --help, which lists them all), so a command pays for its own imports only. The
+# order is the one --help lists them in (Typer lists the sub-apps after the commands).
+_COMMANDS = {
+    # whole runs
+    "demo": "perfsleuth.cli.runs:demo_command",
+    "analyze": "perfsleuth.cli.runs:analyze_command",
+    "watch": "perfsleuth.cli.runs:watch_command",
+    "detect": "perfsleuth.cli.runs:detect_command",
+    "report": "perfsleuth.cli.runs:report_command",
+    # one family each, in the order of the questions
+    "changepoints": "perfsleuth.changepoints.cli:changepoints_command",
+    "workload": "perfsleuth.workload.cli:workload_command",
+    "segments": "perfsleuth.segments.cli:segments_command",
+    "processes": "perfsleuth.processes.cli:processes_app",
+    "fleet": "perfsleuth.fleet.cli:fleet_app",
+    "bottleneck": "perfsleuth.bottleneck.cli:bottleneck_app",
+    "calibrate": "perfsleuth.bottleneck.cli:calibrate_command",
+    "verify": "perfsleuth.bottleneck.cli:verify_command",
+    # data in, configuration
+    "collect": "perfsleuth.collect.cli:collect_command",
+    "import": "perfsleuth.collect.cli:import_command",
+    "config": "perfsleuth.cli.runs:config_app",
+}
+# global options that take a value (the word after one is not a command)
+_VALUED = ("--format", "--fail-on")
 
 
 class _Printable(logging.Formatter):
@@ -129,7 +113,6 @@ def _version(value: bool) -> None:
         raise typer.Exit
 
 
-@app.callback()
 def _global(
     ctx: typer.Context,
     fmt: Annotated[Format, typer.Option("--format", help="How findings are printed.")] = (
@@ -155,17 +138,61 @@ def _global(
 
 
 @functools.cache
-def _command() -> Any:
-    """The app as a Click command, built once: Typer would rebuild it from every function's
-    signature on each call (half a second on a busy machine), and tests call main often."""
-    return typer.main.get_command(app)
+def _app(names: tuple[str, ...] = tuple(_COMMANDS)) -> typer.Typer:
+    """The ``perfsleuth`` app with the global options and the commands ``names`` (all)."""
+    app = typer.Typer(
+        name="perfsleuth",
+        cls=_Grammar,
+        help="Automated performance diagnosis: when did performance change, why, and what to fix.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    app.callback()(_global)
+    for name in names:
+        module, _, attr = _COMMANDS[name].partition(":")
+        target = getattr(importlib.import_module(module), attr)
+        if isinstance(target, typer.Typer):
+            app.add_typer(target, name=name)
+        else:
+            app.command(name)(target)
+    return app
+
+
+def _command_name(args: Sequence[str]) -> str | None:
+    """The command ``args`` invoke: the first word after the global options (None if none)."""
+    words = iter(args)
+    for arg in words:
+        if arg == "--":
+            return None
+        if arg in _VALUED:
+            next(words, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+@functools.cache
+def _command(name: str | None) -> Any:
+    """The app as a Click command, built once: with command ``name`` alone when it is one (the
+    others' modules are not imported, their signatures not read), else with every command
+    (--help, a misspelt command and its suggestions). Typer reads a command's signature each
+    time it builds one, and tests call main often."""
+    return typer.main.get_command(_app((name,)) if name in _COMMANDS else _app())
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the whole app, e.g. for typer.testing.CliRunner
+        return _app()
+    raise AttributeError(f"module 'perfsleuth.cli' has no attribute {name!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``perfsleuth`` console script; always exits via ``SystemExit``."""
     try:
+        args = list(argv) if argv is not None else sys.argv[1:]
         # Standalone mode: Typer handles --help and usage errors (exit 2) itself.
-        _command().main(args=list(argv) if argv is not None else None, prog_name="perfsleuth")
+        _command(_command_name(args)).main(args=args, prog_name="perfsleuth")
     except FindingsAtOrAbove:
         sys.exit(1)
     except PerfsleuthError as exc:
