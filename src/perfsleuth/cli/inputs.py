@@ -166,19 +166,19 @@ def source_spec(spec: dict[str, Any], messy: Messy | None = None) -> Source:
     Problems name the flag (``--since: Input should be a valid datetime``); an option that
     does not apply to the kind of input says so.
     """
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
     from perfsleuth.errors import ConfigError
-    from perfsleuth.sources.specs import Source
+    from perfsleuth.sources.specs import validate_source
 
     full = {**spec, **(messy.keys() if messy is not None else {})}
     try:
-        return TypeAdapter(Source).validate_python(full)
+        return validate_source(full)
     except ValidationError as exc:
         kind = str(full.get("kind", "file"))
         problems = []
         for error in exc.errors():
-            keys = [str(p) for p in error["loc"][1:]]  # [0] is the kind of source
+            keys = [str(p) for p in error["loc"]]
             message = error["msg"].removeprefix("Value error, ")
             blamed, sep, rest = message.partition(": ")
             if not keys and sep and blamed.replace("_", "").isalnum():
