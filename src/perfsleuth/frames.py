@@ -548,16 +548,26 @@ def normalise(
 
     keys = list(spec.series)
     sorted_rows = dropped_duplicates = 0
+    gaps: tuple[Gap, ...] = ()
     if spec.has_time:
-        sorted_rows = _order(out, keys, where, disorder)
+        # Each row's series, found once: grouping by the text keys is what costs, and the
+        # order check, the gaps and the count below all group by series.
+        series = ["_series"] if keys else []
+        if keys:
+            out["_series"] = out.groupby(keys, sort=False).ngroup()
+        sorted_rows = _order(out, series, where, disorder)
         out = out.sort_values([*keys, "time"], kind="stable").reset_index(drop=True)
         out, dropped_duplicates = _dedupe(out, [*keys, "time"], where, duplicates)
-    elif keys:
-        out, dropped_duplicates = _dedupe(out, keys, where, duplicates)
-
-    gaps = _gaps(out, keys, gap_factor) if spec.has_time else ()
-    out = out.drop(columns="_pos")
-    nseries = int(out.groupby(keys, sort=False).ngroups) if keys and len(out) else int(len(out) > 0)
+        gaps = _gaps(out, keys, series, gap_factor)
+        nseries = int(out["_series"].nunique()) if keys else int(len(out) > 0)
+        out = out.drop(columns=["_pos", *series])
+    else:
+        if keys:
+            out, dropped_duplicates = _dedupe(out, keys, where, duplicates)
+        nseries = (
+            int(out.groupby(keys, sort=False).ngroups) if keys and len(out) else int(len(out) > 0)
+        )
+        out = out.drop(columns="_pos")
     has_rows = spec.has_time and len(out) > 0
     out.attrs["coverage"] = Coverage(
         contract=spec.name,
@@ -714,25 +724,25 @@ def _between(
 
 def _units(out: pd.DataFrame, where: _Where) -> None:
     units = out["unit"].fillna("").astype(str)
-    factors = np.ones(len(out))
-    base = units.copy()
-    for unit in units.unique():
+    codes, names = pd.factorize(units)  # each distinct unit once, in order of appearance
+    factors = np.ones(len(names))
+    base = np.empty(len(names), dtype=object)
+    for i, unit in enumerate(names):
         try:
-            base_unit, factor = to_base(unit)
+            base[i], factors[i] = to_base(unit)
         except KeyError:
-            pos = int(np.flatnonzero((units == unit).to_numpy())[0])
+            pos = int(np.flatnonzero(codes == i)[0])
             raise where.error(f"unknown unit {unit!r}", _at(out, pos), "unit") from None
-        mask = (units == unit).to_numpy()
-        factors[mask] = factor
-        base[mask] = base_unit
-    out["value"] = out["value"] * factors
-    out["unit"] = base
+    out["value"] = out["value"] * factors[codes]
+    out["unit"] = pd.Series(base[codes], index=units.index, dtype=units.dtype)
 
 
-def _order(out: pd.DataFrame, keys: list[str], where: _Where, disorder: str) -> int:
+def _order(out: pd.DataFrame, series: list[str], where: _Where, disorder: str) -> int:
+    """How many times go backwards within their series (``series``: the column naming each
+    row's series; none: one series); an error unless ``disorder`` is "sort"."""
     if len(out) < 2:
         return 0
-    steps = out.groupby(keys, sort=False)["time"].diff() if keys else out["time"].diff()
+    steps = out.groupby(series, sort=False)["time"].diff() if series else out["time"].diff()
     back = (steps < pd.Timedelta(0)).to_numpy()
     if not back.any():
         return 0
@@ -771,14 +781,18 @@ def _dedupe(
     return out.loc[~repeated].reset_index(drop=True), int(repeated.sum())
 
 
-def _gaps(out: pd.DataFrame, keys: list[str], factor: float, limit: int = 100) -> tuple[Gap, ...]:
+def _gaps(
+    out: pd.DataFrame, keys: list[str], series: list[str], factor: float, limit: int = 100
+) -> tuple[Gap, ...]:
+    """Steps longer than ``factor`` times their series' median step (``series``: the column
+    naming each row's series, whose ``keys`` label the gaps; none: one series)."""
     if len(out) < 3:
         return ()
-    grouped = out.groupby(keys, sort=False)["time"] if keys else None
+    grouped = out.groupby(series, sort=False)["time"] if series else None
     steps = grouped.diff() if grouped is not None else out["time"].diff()
     seconds = steps.dt.total_seconds()
     if grouped is not None:
-        typical = seconds.groupby([out[k] for k in keys], sort=False).transform("median")
+        typical = seconds.groupby(out[series[0]], sort=False).transform("median")
     else:
         typical = pd.Series(np.nanmedian(seconds.to_numpy()), index=out.index)
     is_gap = (seconds > factor * typical) & (typical > 0)
