@@ -3,6 +3,7 @@ series whose times repeat or go backwards (tests/data/nab, MIT licence)."""
 
 from __future__ import annotations
 
+import csv
 import io
 import sys
 from collections.abc import Callable
@@ -10,10 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from perfsleuth.errors import DataError
 from perfsleuth.frames import coverage_of
-from perfsleuth.sources.files import read_frame, read_metric, read_table
+from perfsleuth.sources.files import CsvRecords, read_frame, read_metric, read_table
 
 NAB = Path(__file__).resolve().parents[1] / "data" / "nab"
 EXCHANGE = NAB / "exchange-2_cpc_results.csv"  # 2011-08-24 12:00:01 twice (lines 52, 53)
@@ -136,3 +139,29 @@ def test_a_compressed_csv_reads_and_its_errors_name_the_line(
     with pytest.raises(DataError, match=r"good\.csv.*:3.*value"):
         read_frame(good, "metric")  # the missing value (a row ending in "") is located
     assert len(read_frame(good, "metric", missing="drop")) == 1
+
+
+# -- where a CSV's records are --------------------------------------------------------------------
+
+_CELL = st.text(alphabet='ab1 ,\n"\r\t.-:Z\u00e9', max_size=4)
+
+
+@given(rows=st.lists(st.lists(_CELL, max_size=4), max_size=8), end=st.sampled_from(["", "\n"]))
+def test_csv_records_are_counted_as_the_csv_module_reads_them(
+    rows: list[list[str]], end: str
+) -> None:
+    # unquoted rows (the counting in numpy) and whatever quoting and line ends the cells need
+    # (the csv module): the same first line and field count of every record either way
+    for text in (
+        "\n".join(",".join(c.replace('"', "").replace("\r", "") for c in r) for r in rows) + end,
+        "\n".join(",".join(f'"{c}"' if set(c) & set('",\n\r') else c for c in r) for r in rows)
+        + end,
+    ):
+        data = text.encode("utf-8")
+        reader = csv.reader(io.StringIO(text, newline=""))
+        expected, start = [], 1
+        for record in reader:
+            expected.append((start, len(record)))
+            start = reader.line_num + 1
+        records = CsvRecords(data)
+        assert [records.record(i) for i in range(len(expected))] == expected

@@ -185,29 +185,60 @@ class CsvRecords:
     """Where each CSV record starts and how many fields it has, read on first use.
 
     Records (not lines) because a quoted field may span lines. Record 0 is the header. Only
-    error paths need this, so the fast path never pays for a second read of the file.
+    error paths and rows pandas may have padded need this, so the fast path never pays for a
+    second read of the file; a file without quotes or carriage returns (most machine-written
+    CSV) is counted in numpy, one record per line, instead of by the csv module.
     """
 
     def __init__(self, content: Path | bytes) -> None:
         self.content = content
-        self._records: list[tuple[int, int]] | None = None
+        self._lines: np.ndarray | None = None
+        self._fields: np.ndarray | None = None
 
     def record(self, number: int) -> tuple[int, int]:
         """``(first line, field count)`` of record ``number`` (0 = header)."""
-        if self._records is None:
-            handle: TextIO
-            if isinstance(self.content, bytes):
-                handle = io.StringIO(self.content.decode("utf-8"), newline="")
-            else:
-                handle = _open_text(self.content)
-            with handle:
-                reader = csv.reader(handle)
-                records, start = [], 1
-                for fields in reader:
-                    records.append((start, len(fields)))
-                    start = reader.line_num + 1
-            self._records = records
-        return self._records[number]
+        if self._lines is None or self._fields is None:
+            self._lines, self._fields = _plain_records(self.content) or self._parsed()
+        return int(self._lines[number]), int(self._fields[number])
+
+    def _parsed(self) -> tuple[np.ndarray, np.ndarray]:
+        handle: TextIO
+        if isinstance(self.content, bytes):
+            handle = io.StringIO(self.content.decode("utf-8"), newline="")
+        else:
+            handle = _open_text(self.content)
+        with handle:
+            reader = csv.reader(handle)
+            lines, fields, start = [], [], 1
+            for record in reader:
+                lines.append(start)
+                fields.append(len(record))
+                start = reader.line_num + 1
+        return np.array(lines, dtype=np.int64), np.array(fields, dtype=np.int64)
+
+
+def _plain_records(content: Path | bytes) -> tuple[np.ndarray, np.ndarray] | None:
+    """First line and field count of each record of a CSV without quotes, carriage returns or
+    NUL bytes (None for any other, or a compressed file): each line is a record with one field
+    more than its commas, a blank line none, as the csv module reads it."""
+    if isinstance(content, bytes):
+        raw = content
+    else:
+        with content.open("rb") as handle:
+            raw = handle.read()
+        if any(raw.startswith(magic) for magic, _ in _COMPRESSED):
+            return None
+    if b'"' in raw or b"\r" in raw or b"\0" in raw:
+        return None
+    data = np.frombuffer(raw, dtype=np.uint8)
+    ends = np.flatnonzero(data == ord("\n"))
+    if len(data) and data[-1] != ord("\n"):
+        ends = np.append(ends, len(data))  # the last line has no newline
+    starts = np.concatenate(([0], ends[:-1] + 1))[: len(ends)]
+    commas = np.flatnonzero(data == ord(","))
+    fields = np.searchsorted(commas, ends) - np.searchsorted(commas, starts) + 1
+    fields[starts == ends] = 0  # a blank line is a record of no fields
+    return np.arange(1, len(ends) + 1, dtype=np.int64), fields.astype(np.int64)
 
 
 def read_frame(
