@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -41,6 +42,98 @@ def test_help_does_not_import_heavy_libraries() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+_DATA = Path(__file__).parent / "data"
+_COMMAND_MODULES = {
+    "perfsleuth.cli.runs",
+    "perfsleuth.changepoints.cli",
+    "perfsleuth.workload.cli",
+    "perfsleuth.segments.cli",
+    "perfsleuth.processes.cli",
+    "perfsleuth.fleet.cli",
+    "perfsleuth.bottleneck.cli",
+    "perfsleuth.collect.cli",
+}
+# Only a store, the table format and the HTML report need these: never a JSON run without them.
+_OUTPUT_MODULES = {
+    "duckdb",
+    "rich",
+    "jinja2",
+    "plotly",
+    "perfsleuth.store",
+    "perfsleuth.report.html",
+}
+
+
+@pytest.mark.parametrize(
+    ("args", "own", "also_absent"),
+    [
+        (
+            ["bottleneck", "infer", str(_DATA / "bottleneck/controlled/corpus-r5.parquet")],
+            "perfsleuth.bottleneck.cli",
+            {"scipy"},
+        ),
+        (
+            [
+                "changepoints",
+                str(_DATA / "nab/exchange-2_cpc_results.csv"),
+                "--duplicates",
+                "first",
+            ],
+            "perfsleuth.changepoints.cli",
+            {"perfsleuth.bottleneck.detector", "perfsleuth.bottleneck.kernels"},
+        ),
+    ],
+)
+def test_a_json_run_imports_only_what_its_command_uses(
+    args: list[str], own: str, also_absent: set[str]
+) -> None:
+    # the fixed cost of every call: another command's module, the other kinds of source (their
+    # validators are built on first use), a store, the console renderer and the HTML report
+    script = (
+        "import sys\n"
+        "from perfsleuth.cli import main\n"
+        "try:\n"
+        f"    main(['--format', 'json', *{args!r}])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "from perfsleuth.sources import specs\n"
+        "built = [k for k, m in specs._MODELS.items() if m.__pydantic_complete__]\n"
+        "print(sorted(sys.modules), built, file=sys.stderr, sep='\\n')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert "findings" in json.loads(done.stdout)
+    modules, built = (ast.literal_eval(line) for line in done.stderr.strip().splitlines()[-2:])
+    loaded = set(modules)
+    assert own in loaded
+    assert loaded & (_COMMAND_MODULES - {own}) == set()
+    assert {
+        m for m in loaded if m.split(".")[0] in _OUTPUT_MODULES or m in _OUTPUT_MODULES
+    } == set()
+    assert {m for m in loaded for a in also_absent if m == a or m.startswith(a + ".")} == set()
+    assert built == ["file"]
+
+
+def test_the_command_is_the_first_word_after_the_global_options() -> None:
+    from perfsleuth.cli import _VALUED, _command, _command_name
+
+    # every global option that takes a value is known, so its value is never taken for a command
+    root = _command(None)
+    takes_value = {o for p in root.params if not (p.is_flag or p.count) for o in p.opts}
+    assert takes_value == set(_VALUED)
+    cases = {
+        ("--format", "json", "-v", "--fail-on", "demo", "bottleneck", "infer", "x"): "bottleneck",
+        ("--format=json", "-qv", "changepoints", "x.csv"): "changepoints",
+        ("--help",): None,
+        ("--format", "json"): None,
+        ("--", "demo"): None,
+        (): None,
+    }
+    for args, name in cases.items():
+        assert _command_name(args) == name, args
 
 
 def test_help_lists_the_commands() -> None:
