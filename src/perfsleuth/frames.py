@@ -304,7 +304,10 @@ def parse_times(values: pd.Series, *, time_unit: TimeUnit = "auto", tz: str = "U
     else:
         text = values.astype("string").str.strip()
         blank = (text.isna() | (text == "")).to_numpy()
-        numbers = pd.to_numeric(text.mask(blank), errors="coerce")
+        # No number has a colon and most written times do: only the rest may be Unix times
+        # (a failed parse is what costs in to_numeric, 16 ms for 18,000 ISO times)
+        clock = text.str.contains(":", regex=False).fillna(False).to_numpy(bool)
+        numbers = pd.to_numeric(text.mask(blank | clock), errors="coerce")
         number = numbers.notna().to_numpy()
         ns, good = np.zeros(len(values), dtype=np.int64), np.zeros(len(values), dtype=bool)
         if number.any():
