@@ -25,12 +25,17 @@ the two alternating so that both meet the same load.
 each heavy library where it is first imported (``python -X importtime``, one call; nested:
 pandas includes numpy and pyarrow when it is what imports them).
 
+``--stages`` splits the CPU time of ``bottleneck infer`` on ``controlled/corpus-r7.parquet``
+into stages (each import, building the command, reading, validating, the analysis, printing),
+the least of ``--repeat`` calls per stage (with ``--compare SRC``, both trees alternating).
+
 ``--answers SRC`` checks that every committed real counter file
 (``tests/data/bottleneck/**/*.parquet`` and the incident recording's counters), read as Parquet
 and as CSV, gives byte-identical ``--format json`` output with this tree and with ``SRC``.
 
 Run: .venv/bin/python benchmarks/cli_startup.py [--repeat 7] [--compare /tmp/old/src] [--demo]
      .venv/bin/python benchmarks/cli_startup.py --imports
+     .venv/bin/python benchmarks/cli_startup.py --stages [--compare /tmp/old/src]
      .venv/bin/python benchmarks/cli_startup.py --answers /tmp/old/src
 """
 
@@ -204,6 +209,127 @@ def imports(cases: list[Case], folder: Path) -> None:
         )
 
 
+def _stages_of_one_call(path: str) -> None:
+    """One ``bottleneck infer`` call in this process, its CPU time split into stages: the
+    imports first, timed in the order the command makes them, then the command with the run
+    path's parts wrapped (each stage's own time). Prints them as JSON."""
+    import contextlib
+    import io
+    import json
+    import time
+
+    times: dict[str, float] = {}
+    clock = [time.process_time()]
+
+    def mark(name: str) -> None:
+        now = time.process_time()
+        times[name] = times.get(name, 0.0) + now - clock[0]
+        clock[0] = now
+
+    import typer
+
+    mark("import typer")
+    from perfsleuth import cli
+
+    mark("import perfsleuth.cli")
+    try:
+        cli._command("bottleneck")
+    except TypeError:  # a tree before the lazy registry: one command of all of them
+        cli._command()  # type: ignore[call-arg]
+    mark("build the Click command")
+    import pydantic
+    import pydantic.plugin._loader
+    import typer._adapters
+
+    mark("import pydantic (Typer's option parsing)")
+    import numpy
+
+    mark("import numpy")
+    import pyarrow
+
+    mark("import pyarrow")
+    import pandas
+
+    mark("import pandas (rest)")
+    import perfsleuth.run
+
+    mark("import perfsleuth.run (rest)")
+    from perfsleuth.bottleneck import detector
+
+    mark("import the bottleneck detector and kernels")
+    import pyarrow.dataset
+    import pyarrow.parquet
+
+    mark("import pyarrow.parquet, pyarrow.dataset")
+    import perfsleuth.bottleneck.cli as command
+    from perfsleuth.sources import files
+
+    rest = "the command, Typer's parsing, the plan"
+    inside: list[str] = []
+
+    def wrap(owner: object, attr: str, name: str) -> None:
+        function = getattr(owner, attr)
+
+        def wrapped(*args: object, **kwargs: object) -> object:
+            mark(inside[-1] if inside else rest)
+            inside.append(name)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                mark(name)
+                inside.pop()
+
+        setattr(owner, attr, wrapped)
+
+    wrap(files, "read_table", "read the file")
+    wrap(files, "normalise", "validate the frame (normalise)")
+    wrap(detector.BottleneckDetector, "analyse", "the bottleneck analysis")
+    wrap(perfsleuth.run, "incidents_of", "incidents")
+    wrap(command, "emit", "print the JSON")
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+        cli.main(["--format", "json", "bottleneck", "infer", path])
+    mark(rest)
+    del typer, numpy, pyarrow, pandas, pydantic
+    print(json.dumps(times))
+
+
+def stages(repeat: int, old: Path | None, folder: Path) -> None:
+    """The least CPU time of each stage of ``bottleneck infer`` on corpus-r7 over ``repeat``
+    fresh processes (this tree, and ``old`` alternating when given)."""
+    import json
+
+    path = str(DATA / "bottleneck" / "controlled" / "corpus-r7.parquet")
+    trees: list[tuple[str, Path | None]] = [("this tree", None)]
+    if old is not None:
+        trees.append((str(old), old))
+    least: dict[str, dict[str, float]] = {name: {} for name, _ in trees}
+    print(
+        f"CPU time per stage of bottleneck infer on controlled/corpus-r7.parquet (15 windows), "
+        f"least of {repeat} calls each; load average {_load()} at the start"
+    )
+    for i in range(repeat + 1):
+        for name, source in trees:
+            env = _environment(source, folder / "pycache")
+            done = subprocess.run(
+                [sys.executable, __file__, "--stages-of-one-call", path],
+                check=True,
+                capture_output=True,
+                text=True,
+                env=env,
+            )
+            if i == 0:
+                continue  # warms the bytecode cache
+            for stage, seconds in json.loads(done.stdout).items():
+                least[name][stage] = min(seconds, least[name].get(stage, seconds))
+    names = list(least["this tree"])
+    for stage in names:
+        cells = [f"{least[name].get(stage, 0.0) * 1000:6.1f}" for name, _ in trees]
+        print(f"  {stage:45s} " + " → ".join(reversed(cells)) + " ms")
+    totals = [sum(least[name].values()) * 1000 for name, _ in trees]
+    print(f"  {'sum of the least':45s} " + " → ".join(f"{t:6.1f}" for t in reversed(totals)))
+    print(f"  load average at the end {_load()}")
+
+
 def answers(old: Path, folder: Path) -> int:
     """Whether every committed real counter file gives the same JSON with both trees."""
     import pandas as pd
@@ -244,17 +370,25 @@ def main() -> None:
     parser.add_argument("--demo", action="store_true", help="also time perfsleuth demo")
     parser.add_argument("--imports", action="store_true", help="heavy imports per case")
     parser.add_argument("--answers", type=Path, help="compare JSON outputs with SRC")
+    parser.add_argument("--stages", action="store_true", help="CPU per stage of infer")
+    parser.add_argument("--stages-of-one-call", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.stages_of_one_call is not None:
+        _stages_of_one_call(args.stages_of_one_call)
+        return
     with tempfile.TemporaryDirectory(prefix="perfsleuth-startup-") as scratch:
         folder = Path(scratch)
         if args.answers is not None:
             sys.exit(answers(args.answers.resolve(), folder))
+        old = args.compare.resolve() if args.compare is not None else None
+        if args.stages:
+            stages(args.repeat, old, folder)
+            return
         _inputs(folder)
         cases = _cases(args.demo)
         if args.imports:
             imports(cases, folder)
             return
-        old = args.compare.resolve() if args.compare is not None else None
         timings(cases, args.repeat, old, folder)
 
 
