@@ -8,11 +8,11 @@ cache, warmed by one untimed call) as an installed perfsleuth runs, even where
 * ``no-op run``: the run path with no analysis work: ``bottleneck infer`` on a three-row
   counter CSV of a counter the model does not read (the command, the detector and its model
   set up, the file read and validated, no window to infer, JSON printed);
-* ``infer, 1 window``: ``bottleneck infer`` on one real recording (``cpu-bound#7`` of
+* ``infer 1 window``: ``bottleneck infer`` on one real recording (``cpu-bound#7`` of
   ``tests/data/bottleneck/controlled/corpus-r7.parquet``, written to its own Parquet file);
-* ``infer, 15 windows``: ``bottleneck infer`` on ``controlled/corpus-r7.parquet``, and on the
+* ``infer 15 windows``: ``bottleneck infer`` on ``controlled/corpus-r7.parquet``, and on the
   same rows as a CSV;
-* ``changepoints, CSV``: ``changepoints`` on a real latency series
+* ``changepoints CSV``: ``changepoints`` on a real latency series
   (``benchmarks/data/changepoints/pg_cycle_change_latency.csv``);
 * ``demo`` (with ``--demo``): ``perfsleuth demo`` into a scratch folder (several seconds).
 
@@ -34,6 +34,7 @@ the least of ``--repeat`` calls per stage (with ``--compare SRC``, both trees al
 and as CSV, gives byte-identical ``--format json`` output with this tree and with ``SRC``.
 
 Run: .venv/bin/python benchmarks/cli_startup.py [--repeat 7] [--compare /tmp/old/src] [--demo]
+         [--only="--help,no-op run"]
      .venv/bin/python benchmarks/cli_startup.py --imports
      .venv/bin/python benchmarks/cli_startup.py --stages [--compare /tmp/old/src]
      .venv/bin/python benchmarks/cli_startup.py --answers /tmp/old/src
@@ -77,15 +78,15 @@ def _cases(demo: bool) -> list[Case]:
         Case("--help", lambda _: ["--help"]),
         Case("no-op run", lambda d: ["--format", "json", "bottleneck", "infer", str(d / "3.csv")]),
         Case(
-            "infer, 1 window",
+            "infer 1 window",
             lambda d: ["--format", "json", "bottleneck", "infer", str(d / "one.parquet")],
         ),
-        Case("infer, 15 windows", lambda _: ["--format", "json", "bottleneck", "infer", str(r7)]),
+        Case("infer 15 windows", lambda _: ["--format", "json", "bottleneck", "infer", str(r7)]),
         Case(
-            "infer, 15 windows, CSV",
+            "infer 15 windows CSV",
             lambda d: ["--format", "json", "bottleneck", "infer", str(d / "r7.csv")],
         ),
-        Case("changepoints, CSV", lambda _: ["--format", "json", "changepoints", str(latency)]),
+        Case("changepoints CSV", lambda _: ["--format", "json", "changepoints", str(latency)]),
     ]
     if demo:
         cases.append(Case("demo", lambda d: _demo(_fresh(d))))
@@ -368,6 +369,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--compare", type=Path, help="also time perfsleuth's src directory SRC")
     parser.add_argument("--demo", action="store_true", help="also time perfsleuth demo")
+    parser.add_argument("--only", help="the cases to run, comma-separated (e.g. --help,demo)")
     parser.add_argument("--imports", action="store_true", help="heavy imports per case")
     parser.add_argument("--answers", type=Path, help="compare JSON outputs with SRC")
     parser.add_argument("--stages", action="store_true", help="CPU per stage of infer")
@@ -386,6 +388,9 @@ def main() -> None:
             return
         _inputs(folder)
         cases = _cases(args.demo)
+        if args.only is not None:
+            chosen = args.only.split(",")
+            cases = [c for c in cases if c.name in chosen]
         if args.imports:
             imports(cases, folder)
             return
