@@ -11,7 +11,11 @@ Corpus (nothing here is tuned per series; every method runs with its defaults):
 * ``events`` — short series from R's ``strucchange`` package whose change points are documented
   events: Boston youth homicides and Operation Ceasefire (May 1996), German M1 and the monetary
   union (1990 Q3), the Grossarl parish series and the dated moral, political and marriage
-  regulations (the ``morals``/``politics``/``nuptiality`` factors shipped with the data).
+  regulations (the ``morals``/``politics``/``nuptiality`` factors shipped with the data);
+* ``short`` — 27 short (62–646 points) public real series with change points documented outside
+  any benchmark: the four ``events`` series (in their ``events`` halves) and 23 more from R's
+  datasets and CRAN packages (``benchmarks/changepoints_short.py`` lists each series, its
+  licence and the reference for its annotation), read from fetched snapshots under ``--mirror``.
 
 NAB (MIT licence) and strucchange (GPL-2/3) are read from their public repositories
 (``numenta/NAB``, ``cran/strucchange``) as checked out or as bare git snapshots (``--nab``,
@@ -22,7 +26,13 @@ Halves: within each group the series are sorted by name and alternate between ``
 positions) and ``held-out`` (odd). Only the ``tune`` half was looked at while choosing the
 defaults; both are printed.
 
-Methods: ``perfsleuth`` (``find_change_points(values)``, defaults); ruptures ``Pelt`` and
+Methods: ``perfsleuth`` (``find_change_points(values)``, defaults); ``binseg-default``, binary
+segmentation with its default penalty as the change-point literature's benchmarks run it: R
+``changepoint``'s ``cpt.mean(x, method="BinSeg")`` with every other default (Normal cost with unit
+variance, ``penalty="MBIC"``: 3 ln n, each segment's cost + ln length; ``Q = 5``, ``minseglen =
+1``) on the series standardised to mean 0 and standard deviation 1, ported line by line from the
+package's C code (``cran/changepoint``: ``src/BinSeg_one_func_minseglen.c``); ``zero``, no change
+point at all (what a series with no annotated change rewards); ruptures ``Pelt`` and
 ``Binseg`` with ``model="l2"``, ruptures' default ``min_size``/``jump`` and the usual BIC
 penalty ``σ̂² ln n`` (σ̂ robust, from first differences); Apache Otava
 (``compute_change_points`` with its defaults: window 50, p ≤ .001) when ``otava`` imports;
@@ -74,6 +84,7 @@ Detector = Callable[[FloatArray], Sequence[int]]
 MACHINE = Path(__file__).resolve().parent / "data" / "changepoints"
 NAB_DEFAULT = Path("/work/.mirror/numenta+NAB/repo")
 STRUCCHANGE_DEFAULT = Path("/work/.mirror/cran+strucchange/repo")
+MIRROR_DEFAULT = Path("/work/.mirror")
 MARGIN = 5
 NAB_ISSUE = ("realKnownCause", "realAWSCloudwatch")
 NAB_OTHER = ("realAdExchange", "realTraffic", "realTweets")
@@ -201,10 +212,35 @@ def load_events(repo: Repo) -> list[Case]:
     return cases
 
 
-def corpus(nab: Path, strucchange: Path, groups: Sequence[str]) -> tuple[list[Case], list[str]]:
+def load_short(mirror: Path, sc_repo: Repo) -> tuple[list[Case], list[str]]:
+    """The ``short`` group: its own series alternate between the halves by name; the
+    ``events`` series keep their ``events`` halves (part of them was tuned on)."""
+    from changepoints_short import load_short as series_of
+
+    found, notes = series_of(mirror)
+    cases = [Case("short", name, values, points=points) for name, values, points, _ in found]
+    for i, case in enumerate(sorted(cases, key=lambda c: c.name)):
+        case.half = "tune" if i % 2 == 0 else "held-out"
+    if sc_repo.exists():
+        for i, case in enumerate(sorted(load_events(sc_repo), key=lambda c: c.name)):
+            case.group, case.half = "short", "tune" if i % 2 == 0 else "held-out"
+            cases.append(case)
+    else:
+        notes.append("short: the events series skipped, no strucchange (--strucchange)")
+    return sorted(cases, key=lambda c: c.name), notes
+
+
+def corpus(
+    nab: Path, strucchange: Path, groups: Sequence[str], mirror: Path = MIRROR_DEFAULT
+) -> tuple[list[Case], list[str]]:
     notes, cases = [], []
     nab_repo, sc_repo = Repo(nab), Repo(strucchange)
     for group in groups:
+        if group == "short":
+            part, more = load_short(mirror, sc_repo)
+            cases += part
+            notes += more
+            continue
         if group in ("nab", "nab-other") and not nab_repo.exists():
             notes.append(f"{group}: skipped, no NAB at {nab} (--nab)")
             continue
@@ -296,6 +332,54 @@ def perfsleuth_with(options: dict[str, float]) -> Detector:
     return detect
 
 
+def binseg_default(x: FloatArray) -> list[int]:
+    """R ``changepoint::cpt.mean(x, method="BinSeg")`` with its defaults, on ``x`` standardised.
+
+    A port of ``binseg`` in the package's ``src/BinSeg_one_func_minseglen.c`` with the
+    ``mean.norm.mbic`` cost (a segment costs its sum of squares about its mean plus ln of its
+    length) and the MBIC penalty 3 ln n: Q = 5 greedy splits, each the largest gain over all
+    segments; the first q splits whose gains (made non-increasing) reach the penalty are kept.
+    """
+    n = len(x)
+    spread = float(np.std(x, ddof=1)) if n > 1 else 0.0
+    z = (x - x.mean()) / spread if spread > 0 else x - x.mean()
+    s1, s2 = np.r_[0.0, np.cumsum(z)], np.r_[0.0, np.cumsum(z * z)]
+
+    def cost(a: int, b: int) -> float:  # observations a..b-1
+        length = b - a
+        total = s1[b] - s1[a]
+        return float(s2[b] - s2[a] - total * total / length + math.log(length))
+
+    q_max, min_len, penalty = 5, 1, 3 * math.log(n)
+    if n < 4 or q_max > n / min_len + 1:
+        return []
+    bounds, gains, found = [0, n], [], []
+    previous = math.inf
+    for _ in range(q_max):
+        best, where = 0.0, 0  # the C code starts every position at 0 and keeps the first max
+        for a, b in itertools.pairwise(bounds):
+            whole = cost(a, b)
+            # the C loop: 2 <= j <= n - 3, left part a..j-1 longer than minseglen (its test
+            # is on j - st with st 1-based), right part at least minseglen long
+            for j in range(max(a + min_len + 1, 2), min(b - min_len, n - 3) + 1):
+                gain = 0.5 * (whole - cost(a, j) - cost(j, b))
+                if gain > best:
+                    best, where = gain, j
+        previous = min(previous, best)
+        gains.append(previous)
+        found.append(where)
+        bounds = sorted({*bounds, where})
+    kept = 0
+    while kept < q_max and 2 * gains[kept] >= penalty:
+        kept += 1
+    return sorted(p for p in found[:kept] if 0 < p < n)
+
+
+def zero(x: FloatArray) -> list[int]:
+    """No change point: the score of saying nothing."""
+    return []
+
+
 def ruptures_bic(search: str) -> Detector:
     def detect(x: FloatArray) -> list[int]:
         import ruptures as rpt
@@ -334,6 +418,8 @@ def bocpd(x: FloatArray) -> list[int]:
 def available_methods() -> tuple[dict[str, Detector], list[str]]:
     table: dict[str, Detector] = {
         "perfsleuth": perfsleuth_defaults,
+        "binseg-default": binseg_default,
+        "zero": zero,
         "pelt-l2 BIC": ruptures_bic("pelt"),
         "binseg-l2 BIC": ruptures_bic("binseg"),
     }
@@ -409,7 +495,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nab", type=Path, default=NAB_DEFAULT)
     parser.add_argument("--strucchange", type=Path, default=STRUCCHANGE_DEFAULT)
-    parser.add_argument("--groups", default="nab,nab-other,machine,events")
+    parser.add_argument("--mirror", type=Path, default=MIRROR_DEFAULT, help="fetched snapshots")
+    parser.add_argument("--groups", default="nab,nab-other,machine,events,short")
     parser.add_argument("--methods", default="", help="comma-separated substrings")
     parser.add_argument(
         "--variant",
@@ -429,7 +516,7 @@ def main() -> None:
         print_table(*from_log(args.summarise))
         return
 
-    cases, notes = corpus(args.nab, args.strucchange, args.groups.split(","))
+    cases, notes = corpus(args.nab, args.strucchange, args.groups.split(","), args.mirror)
     if args.half:
         cases = [c for c in cases if c.half == args.half]
     table, more = available_methods()
