@@ -46,6 +46,9 @@ __all__ = [
 FloatArray = NDArray[np.float64]
 
 _MAD = 1.4826  # MAD → σ for a normal distribution
+_TRIMMED_MEAN_ABS = 0.5147  # mean of the smallest 3/4 of |Z| for a standard normal Z
+_WINSOR = 3.0  # deviations beyond this many σ are capped there
+_WINSOR_SD = 0.9975  # √E[min(Z², 9)] for a standard normal Z
 _FEWEST_DIFFERENCES = 10  # fewer: no φ is estimated (0)
 _LONGEST_MEMORY = 16  # correlation length (observations) always allowed to the AR(1) scale
 
@@ -251,7 +254,8 @@ def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
       response times at ρ = .8: lag-1 autocorrelation .96, lag 50 still .27), which the AR(1)
       estimate misses by a factor of 3–5.
 
-    0 for a constant or mostly flat series (most first differences 0).
+    The differences' σ is their MAD, or :func:`_difference_scale` when most of them are 0
+    (counts of rare events); 0 only for a constant series.
     """
     n = x.size
     if n < 2:
@@ -261,7 +265,7 @@ def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
     # from level shifts in this series, and φ near 1 would multiply the scale by up to 100.
     d = np.diff(x)
     phi = min(_difference_phi(d), 1.0 - 1.0 / max(top, _LONGEST_MEMORY))
-    v = _plain_mad_scale(d) ** 2
+    v = (_plain_mad_scale(d) or _difference_scale(d)) ** 2
     scale = math.sqrt(v * (1.0 + phi) / 2.0) / (1.0 - phi)
     block = 2
     if block <= top:
@@ -297,6 +301,28 @@ def _block_scale(c: FloatArray, block: int) -> float:
     if d.size < 3:
         return 0.0
     return _plain_mad_scale(d) * math.sqrt(b / 2.0)
+
+
+def _difference_scale(d: FloatArray) -> float:
+    """σ of first differences when most of them are 0 (counts of rare events, a gauge that
+    often repeats a value), where their MAD is 0: the standard deviation with every
+    deviation from the median winsorised at 3 σ (three rounds from a trimmed start, or the
+    mean absolute deviation when three quarters are 0; ÷ .9975 for normal data). A few
+    shifts or spikes are a few large values, which the winsorising caps; 0 only when every
+    difference is. (Before, such series were "mostly flat" and the search measured their
+    noise by their whole spread: an outbreak of 14–47 weekly cases over 0–3 got no point.)"""
+    if d.size == 0:
+        return 0.0
+    dev = np.abs(d - np.median(d))
+    sigma = float(np.sort(dev)[: max(1, (3 * dev.size) // 4)].mean()) / _TRIMMED_MEAN_ABS
+    if sigma <= 0:
+        sigma = float(dev.mean()) / _TRIMMED_MEAN_ABS
+    for _ in range(3):
+        if sigma <= 0:
+            break
+        capped = np.minimum(dev, _WINSOR * sigma)
+        sigma = math.sqrt(float(np.mean(capped * capped))) / _WINSOR_SD
+    return sigma
 
 
 def _plain_mad_scale(r: FloatArray) -> float:

@@ -481,6 +481,7 @@ def two_partition(x: ArrayLike, *, min_size: int = 1) -> Split:
 
 
 _SYMMETRISE_FIT_POINTS = 4096  # λ is fitted on at most about this many evenly spaced points
+_LAMBDA_MIN, _LAMBDA_MAX = -1.0, 3.0  # Yeo–Johnson λ: no stronger than a reciprocal on either tail
 
 
 def _symmetrised(xc: FloatArray) -> FloatArray:
@@ -506,7 +507,11 @@ def _symmetrised(xc: FloatArray) -> FloatArray:
         if spread <= 0.0 or not np.any(column != column[0]):
             continue  # constant: stays exactly zero
         z = (column - np.median(column)) / spread
-        lam = float(yeojohnson_normmax(z[::step]))
+        # For λ < 0 the transform is bounded by 1/|λ|, so every excursion of a count series,
+        # however large, fits under that ceiling: a Salmonella outbreak of 14–47 weekly cases
+        # over 0–3 was fitted λ = −3 and vanished. So λ stops at the reciprocal (−1), the end
+        # of Tukey's ladder of powers, and at its mirror image on the other tail (3).
+        lam = min(max(float(yeojohnson_normmax(z[::step])), _LAMBDA_MIN), _LAMBDA_MAX)
         y = np.asarray(yeojohnson(z, lmbda=lam), dtype=np.float64)
         y -= y.mean()
         size = float(np.std(y))
@@ -643,6 +648,7 @@ _SPIKE_K = 5.0  # a spike: this many robust σ from the model, on the symmetrise
 _NOISE_ROUNDS = 4  # re-measurements of the noise on the residuals; points settle in 2-3
 _CANDIDATE_ALPHA = 0.05  # level at which one seeded interval proposes its split
 _PRUNE_ROUNDS = 3  # prune, re-place, prune again: settles in one or two
+_PHI_CAP_SE = 2.0  # standard errors (≈ 3/√n) added to the noise's φ from differences
 
 
 def find_change_points(
@@ -1185,21 +1191,24 @@ class _Practical:
             i: int,
             b: int,
         ) -> tuple[float, float, Assessment]:
-            """(T, φ under "no change", the test's verdict) of the split at ``i`` of [a, b),
-            kept in ``tests``: pruning and re-placing judge most points again on the same
-            segment, and the table lookup is the costly part of a judgement."""
+            """(T, the φ tested, the test's verdict) of the split at ``i`` of [a, b), kept in
+            ``tests``: pruning and re-placing judge most points again on the same segment,
+            and the table lookup is the costly part of a judgement.
+
+            The φ tested is the segment's lag-1 autocorrelation under "no change" (the
+            paper's, which keeps the size at α) unless that exceeds what the noise's φ from
+            first differences allows (+2 standard errors, ≈ 3/√n each): a bump or a second
+            shift inside the segment inflates the null estimate (.92 for a Salmonella
+            outbreak in weekly counts whose noise has φ ≈ .15), and with it the critical
+            value, until neither edge is significant."""
             key = (a, i, b)
             if key not in tests:
                 t, phi_null = paper_statistic(sums, a, i, b)
+                phi = min(phi_null, phi_cap)
                 verdict = self.test.assess(
-                    t,
-                    n=b - a,
-                    phi=phi_null,
-                    alpha=self._level_alpha(b - a),
-                    dims=dims,
-                    min_size=m,
+                    t, n=b - a, phi=phi, alpha=self._level_alpha(b - a), dims=dims, min_size=m
                 )
-                tests[key] = (t, phi_null, verdict)
+                tests[key] = (t, phi, verdict)
             return tests[key]
 
         def judge(
@@ -1254,6 +1263,8 @@ class _Practical:
             top = 1 if short_range else None
             noise = [_long_run_scale(resid[:, j], floors[j], top) for j in range(self.dims)]
             short_range = False
+            # the most the noise's φ allows the test (see ``tested``)
+            phi_cap = max(phi for phi, _ in noise) + _PHI_CAP_SE * 3.0 / math.sqrt(n)
             z = sym / np.array([s for _, s in noise])  # unit long-run variance
             dims = _effective_columns(z) if self.dims > 1 else 1.0
             critical_at = self._critical_z2(test, dims)
@@ -1294,9 +1305,9 @@ class _Practical:
             # a dropped candidate between close neighbours can sit in a segment too short
             # for the test (two single points): it was never tested, so it has no verdict
             if b - a >= _testable(m):
-                t, phi_null, verdict = tested(sums, tests, a, i, b)
+                t, phi_tested, verdict = tested(sums, tests, a, i, b)
             else:
-                t, phi_null = paper_statistic(sums, a, i, b)
+                t, phi_tested = paper_statistic(sums, a, i, b)
                 verdict = Assessment(math.inf, math.nan)
             # the kept points only: their segments are disjoint, so O(n) in all
             phi_residual = (
@@ -1308,7 +1319,7 @@ class _Practical:
                 critical_value=verdict.critical_value,
                 p_value=verdict.p_value,
                 alpha=self._level_alpha(b - a),
-                phi=phi_null,
+                phi=phi_tested,
                 phi_residual=phi_residual,
                 level=layer.get(i, 0),
                 start=a,
