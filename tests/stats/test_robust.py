@@ -15,6 +15,7 @@ from perfsleuth.stats.robust import (
     clip_outliers,
     detect_period,
     difference_phi,
+    implied_phi,
     long_run_scale,
     remove_cycle,
     within_slope,
@@ -236,3 +237,21 @@ def test_long_run_scale_shares_its_block_sums_exactly() -> None:
     for block in (2, 4, 8, 16, 32, 64):
         expected = max(expected, block_scale(x, block))
     assert scale == expected
+
+
+def test_implied_phi_is_the_ar1_phi_unless_blocks_see_more() -> None:
+    x = lfilter([1.0], [1.0, -0.6], np.random.default_rng(3).standard_normal(5000))
+    phi, scale = long_run_scale(x, max_block=1)  # the AR(1) estimate alone
+    assert implied_phi(x, scale) == pytest.approx(phi, abs=1e-9)
+    assert implied_phi(x, 2 * scale) > phi  # a larger long-run scale implies more memory
+    assert implied_phi(np.zeros(50), 1.0) == 0.0
+
+
+def test_long_run_scale_of_counts_that_mostly_repeat_is_their_noise() -> None:
+    # Weekly case counts of 0-3 (most differences 0) with an outbreak of 14-47: the scale is
+    # that of the background's differences, not the whole spread, outbreak included.
+    rng = np.random.default_rng(4)
+    x = rng.poisson(0.6, 200).astype(float)
+    x[80:92] += rng.integers(14, 48, 12)
+    _, scale = long_run_scale(x, max_block=1)
+    assert 0.3 < scale < 3.0 < float(np.std(x))

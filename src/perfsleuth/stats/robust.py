@@ -37,6 +37,7 @@ __all__ = [
     "clip_outliers",
     "detect_period",
     "difference_phi",
+    "implied_phi",
     "long_run_scale",
     "remove_cycle",
     "robust_scale",
@@ -274,6 +275,19 @@ def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
             scale = max(scale, _block_scale(c, block))
             block *= 2
     return phi, scale
+
+
+def implied_phi(x: FloatArray, scale: float) -> float:
+    """The AR(1) φ whose long-run σ, given the variance of ``x``'s first differences, is
+    ``scale``: :func:`long_run_scale`'s own φ when the AR(1) estimate is the larger, and more
+    when blocks saw dependence at longer range. Solves ``(1 + φ)/(1 − φ)² = 2 σ²_LR / v``."""
+    d = np.diff(x)
+    v = (_plain_mad_scale(d) or _difference_scale(d)) ** 2 if d.size else 0.0
+    if v <= 0 or scale <= 0:
+        return 0.0
+    r = 2.0 * scale * scale / v
+    phi = ((2.0 * r + 1.0) - math.sqrt(8.0 * r + 1.0)) / (2.0 * r)
+    return min(max(phi, 0.0), 0.99)
 
 
 def block_scale(x: FloatArray, block: int) -> float:

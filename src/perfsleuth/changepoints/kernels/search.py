@@ -1196,11 +1196,12 @@ class _Practical:
             and the table lookup is the costly part of a judgement.
 
             The φ tested is the segment's lag-1 autocorrelation under "no change" (the
-            paper's, which keeps the size at α) unless that exceeds what the noise's φ from
-            first differences allows (+2 standard errors, ≈ 3/√n each): a bump or a second
-            shift inside the segment inflates the null estimate (.92 for a Salmonella
-            outbreak in weekly counts whose noise has φ ≈ .15), and with it the critical
-            value, until neither edge is significant."""
+            paper's, which keeps the size at α) unless that exceeds all the persistence the
+            noise shows: its φ from first differences with two standard errors (≈ 3/√n
+            each), or the φ its long-run scale implies (dependence at longer range, seen by
+            the blocks). A bump or a second shift inside the segment inflates the null
+            estimate (.92 for a Salmonella outbreak in weekly counts whose noise has φ ≈
+            .15), and with it the critical value, until neither edge is significant."""
             key = (a, i, b)
             if key not in tests:
                 t, phi_null = paper_statistic(sums, a, i, b)
@@ -1263,8 +1264,12 @@ class _Practical:
             top = 1 if short_range else None
             noise = [_long_run_scale(resid[:, j], floors[j], top) for j in range(self.dims)]
             short_range = False
-            # the most the noise's φ allows the test (see ``tested``)
-            phi_cap = max(phi for phi, _ in noise) + _PHI_CAP_SE * 3.0 / math.sqrt(n)
+            # the most persistence the noise shows the test (see ``tested``): its φ at short
+            # range with two standard errors, or the φ its long-run scale implies
+            phi_cap = max(
+                max(phi for phi, _ in noise) + _PHI_CAP_SE * 3.0 / math.sqrt(n),
+                *(robust_mod.implied_phi(resid[:, j], noise[j][1]) for j in range(self.dims)),
+            )
             z = sym / np.array([s for _, s in noise])  # unit long-run variance
             dims = _effective_columns(z) if self.dims > 1 else 1.0
             critical_at = self._critical_z2(test, dims)
