@@ -782,7 +782,7 @@ def find_change_points(
         slope, accepted, rejected = zero
         line = _significant_slopes(adjusted, [])
         if line.any() and (
-            len(accepted) < 2 or _monotone(adjusted, accepted) or _sloped(adjusted, accepted)
+            not accepted or _monotone(adjusted, accepted) or _sloped(adjusted, accepted)
         ):
             start = search.run(_detrend(adjusted, line) / scale, line, [p.index for p in accepted])
             fits = [zero, _alternate(search, adjusted, scale, line, *start)]
@@ -946,7 +946,10 @@ def _sloped(y: FloatArray, accepted: list[ChangePoint]) -> bool:
 
 
 def _monotone(y: FloatArray, accepted: list[ChangePoint]) -> bool:
-    """Whether the segment means of some column only rise or only fall (a staircase)."""
+    """Whether the segment means of some column only rise or only fall (a staircase: two
+    steps at least; one step is a level shift, which a line through it would swallow)."""
+    if len(accepted) < 2:
+        return False
     bounds = [0, *sorted(p.index for p in accepted), y.shape[0]]
     steps = np.diff([y[a:b].mean(axis=0) for a, b in itertools.pairwise(bounds)], axis=0)
     return bool(np.any(np.all(steps > 0, axis=0) | np.all(steps < 0, axis=0)))
