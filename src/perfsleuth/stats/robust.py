@@ -323,8 +323,8 @@ def _difference_scale(d: FloatArray) -> float:
     deviation from the median winsorised at 3 σ (three rounds from a trimmed start, or the
     mean absolute deviation when three quarters are 0; ÷ .9975 for normal data). A few
     shifts or spikes are a few large values, which the winsorising caps; 0 only when every
-    difference is. (Before, such series were "mostly flat" and the search measured their
-    noise by their whole spread: an outbreak of 14–47 weekly cases over 0–3 got no point.)"""
+    difference is. (Before, such series counted as "mostly flat": the search measured their
+    noise by their whole spread, shifts included, and gave them no φ.)"""
     if d.size == 0:
         return 0.0
     dev = np.abs(d - np.median(d))
