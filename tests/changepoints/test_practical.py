@@ -117,3 +117,12 @@ def test_pruning_drops_the_weakest_failing_point_first() -> None:
     kept, dropped = seeded.prune([10, 12], 40, judge)
     assert [k.index for k in kept] == [10] and [d.index for d in dropped] == [12]
     assert (kept[0].start, kept[0].stop) == (0, 40)
+
+
+def test_a_single_step_in_a_short_series_is_not_swallowed_by_a_trend() -> None:
+    # 40 points, a 2.5 sigma step at 20: one step is a level shift, not a staircase, so the
+    # line through everything is not tried against it (it used to win: a trend, no point)
+    x = np.random.default_rng(8).standard_normal(40) + np.where(np.arange(40) >= 20, 2.5, 0.0)
+    found = find_change_points(x)
+    assert found.indices == (20,)
+    assert not any(found.trend)

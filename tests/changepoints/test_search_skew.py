@@ -63,3 +63,22 @@ def test_large_step_in_persistent_noise_is_still_found(phi: float) -> None:
         x = ar1(100, phi, rng) * math.sqrt(1 - phi * phi)
         x[50:] += 10.0
         assert 50 in find_change_points(x).indices
+
+
+def test_the_transform_is_no_stronger_than_a_reciprocal() -> None:
+    # Weekly counts of 0-3 with an outbreak: maximum likelihood fits lambda = -2.9, which
+    # would squeeze the outbreak under a ceiling of 1/2.9; bounded at -1, the outbreak stays
+    # far above the background and grows with its size.
+    rng = np.random.default_rng(5)
+    x = rng.poisson(0.8, 209).astype(float)
+    x[41:53] += rng.poisson(25.0, 12)
+
+    def height(series: np.ndarray) -> float:
+        y = _symmetrised(series[:, None] - series.mean())[:, 0]
+        background = np.r_[y[:41], y[53:]]
+        return float((y[41:53].mean() - background.mean()) / background.std())
+
+    taller = x.copy()
+    taller[41:53] *= 10
+    assert height(x) > 5
+    assert height(taller) > 5 * height(x)
