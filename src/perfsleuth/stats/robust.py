@@ -251,11 +251,9 @@ def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
       ``1/(1 − φ)`` of max(16, longest block): a longer memory cannot be told from level
       shifts within the series.
     * :func:`block_scale` over blocks of 2, 4, … up to ``max_block`` observations (default
-      ``min(n/8, 3√n)``: eight blocks at least, as long a memory as the series can show):
-      the dependence at longer range that real series have (M/M/1 response times at ρ = .8:
-      lag-1 autocorrelation .96, lag 50 still .27), which the AR(1) estimate misses by a
-      factor of 3–5. (Up to ``min(n/16, 2√n)``, 62 observations at n = 1000, the search
-      found a change in .18 of such series with none; up to 95, in .09.)
+      ``min(n/16, 2√n)``): the dependence at longer range that real series have (M/M/1
+      response times at ρ = .8: lag-1 autocorrelation .96, lag 50 still .27), which the AR(1)
+      estimate misses by a factor of 3–5.
 
     The differences' σ is their MAD, or :func:`_difference_scale` when most of them are 0
     (counts of rare events); 0 only for a constant series.
@@ -263,7 +261,7 @@ def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
     n = x.size
     if n < 2:
         return 0.0, 0.0
-    top = min(n // 8, math.ceil(3 * math.sqrt(n))) if max_block is None else max_block
+    top = min(n // 16, math.ceil(2 * math.sqrt(n))) if max_block is None else max_block
     # A correlation length 1/(1 − φ) beyond the longest block measured (and 16) cannot be told
     # from level shifts in this series, and φ near 1 would multiply the scale by up to 100.
     d = np.diff(x)
