@@ -208,32 +208,35 @@ def test_workload_checks_names_and_bounds(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("app_cpu", "cpu_busy", "cpu_grant", "limit", "expected"),
+    ("app_cpu", "idle_threads", "cpu_grant", "limit", "expected"),
     [
         # alone on 2 CPUs, one thread always running: CPU-bound, though half the machine idles
-        (1.0, 1.0, 1.0, 2.0, 1.0),
-        # two threads on the CPU 40% of the time, the rest waiting for I/O: 40%
-        (0.75, 0.4, 1.0, 2.0, 0.4),
-        # starved among co-tenants: a sixth of a core, but always runnable
-        (0.3, 0.95, 0.15, 2.0, 0.95),
-        # an I/O workload waiting for CPUs: its threads are runnable 30% of the time
-        (0.1, 0.3, 0.2, 2.0, 0.3),
+        (1.0, 0.0, 1.0, 2.0, 1.0),
+        # two threads on the CPU 40% of the time, asleep the rest (0.75 of 1.875 threads): 40%
+        (0.75, 1.125, 1.0, 2.0, 0.4),
+        # starved among co-tenants: a sixth of a core, but always runnable (2 threads, one
+        # asleep a twentieth of the time)
+        (0.3, 2 / 0.95 - 2, 0.15, 2.0, 0.95),
+        # a workload waiting for CPUs: its threads are runnable 30% of the time
+        (0.1, 0.5 / 0.3 - 0.5, 0.2, 2.0, 0.3),
         # the whole of its cgroup's quota of half a core
-        (0.5, 0.6, 1.0, 0.5, 1.0),
+        (0.5, 0.5 / 0.6 - 0.5, 1.0, 0.5, 1.0),
         # most of the machine: 1.8 of 2 cores
-        (1.8, 0.5, 1.0, 2.0, 0.9),
+        (1.8, 1.8, 1.0, 2.0, 0.9),
     ],
 )
 def test_cpu_utilisation_is_of_what_the_workload_can_get(
-    app_cpu: float, cpu_busy: float, cpu_grant: float, limit: float, expected: float
+    app_cpu: float, idle_threads: float, cpu_grant: float, limit: float, expected: float
 ) -> None:
     model = load_model()
-    quiet = dict.fromkeys(("seq_read_bw", "seq_write_bw", "rand_read_rate", "rand_write_rate"), 0.0)
+    quiet = dict.fromkeys(
+        ("seq_read_bw", "seq_write_bw", "rand_read_rate", "rand_write_rate", "app_sys"), 0.0
+    )
     w = model.workload(
         {
             **quiet,
             "app_cpu": app_cpu,
-            "cpu_busy": cpu_busy,
+            "idle_threads": idle_threads,
             "cpu_grant": cpu_grant,
             "bg_cpu": 0.0,
             "bg_read_bw": 0.0,
@@ -242,3 +245,41 @@ def test_cpu_utilisation_is_of_what_the_workload_can_get(
     _, utils = model.predict(w[None, :], {"mem_limit": 1 << 30, "cpu_limit": limit})
     cpu = float(utils[0, model.resource_names.index("cpu")])
     assert cpu == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_threads_time_runnable_is_what_its_io_and_sleep_leave() -> None:
+    """Without any counter of the workload's threads, the share of their time they want a CPU
+    is their CPU demand (cores used over the grant the run queue implies) against the
+    requests they wait for and their sleep: four threads each blocked on a direct read most
+    of the time are not CPU-bound, though they wait for a CPU when they wake."""
+    model = load_model()
+    base = {
+        "seq_read_bw": 0.0,
+        "seq_write_bw": 0.0,
+        "rand_write_rate": 0.0,
+        "app_sys": 0.0,
+        "app_cpu": 0.0,
+        "idle_threads": 0.0,
+        "bg_read_bw": 0.0,
+        "bg_write_bw": 0.0,
+        "bg_cpu": 1.8,
+        "cpu_grant": 0.25,
+    }
+    reader = model.workload(
+        {**base, "rand_read_rate": 20000.0, "rand_read_size": 32768.0, "rand_read_direct": 1.0,
+         "io_depth": 4.0}
+    )  # fmt: skip
+    inputs = {"mem_limit": 1 << 30}
+    counters, utils = model.predict(reader[None, :], inputs)
+    at = {c: i for i, c in enumerate(model.counter_columns)}
+    demand = float(model.value("cpu_demand", reader, inputs)[0])
+    inflight = float(model.value("wl_inflight", reader, inputs)[0])
+    assert inflight > 3.0  # the device is saturated at depth 4
+    runnable = float(counters[0, at["cg.cpu.runnable"]])
+    assert runnable == pytest.approx(demand / (demand + inflight), rel=1e-9)
+    assert runnable < 0.5
+    names = model.resource_names
+    assert utils[0, names.index("disk")] > utils[0, names.index("cpu")]
+    # the run queue: its demand and the co-tenants' (waiting as long as it does)
+    # (and the collector reading it)
+    assert counters[0, at["cpu.runqueue"]] == pytest.approx(demand + 1.8 / 0.25 + 1, rel=1e-9)

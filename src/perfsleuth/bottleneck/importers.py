@@ -22,6 +22,7 @@ collector                              model column
                                        time some task stalled)
 ``mem.Dirty`` / ``mem.Writeback``      ``mem.dirty`` / ``mem.writeback`` (bytes)
 ``mem.MemTotal``                       ``mem.total`` (bytes: the machine's memory)
+``stat.procs_running``                 ``cpu.runqueue`` (threads running or runnable)
 ``workload.<name>``                    ``cg.<name>``: the workload cgroup's counters
                                        (``perfsleuth collect --cgroup``), already in the
                                        model's units
@@ -40,12 +41,14 @@ From ``sar`` (:func:`perfsleuth.sources.sysstat.read_sar`; entities ``<host>:cpu
 ``cpu-load.system`` (or ``cpu-load.sys``) × CPUs (sar's shares are of
 all CPUs; their number is that of the per-CPU entities, so record with ``-P ALL``),
 ``disk.read_bytes`` / ``disk.write_bytes`` = ``disk.rkB`` / ``disk.wkB``, ``disk.busy`` =
-``disk.util-percent`` and ``disk.inflight`` = ``disk.aqu-sz`` of one disk (chosen as above);
-``entity`` becomes the host.
+``disk.util-percent`` and ``disk.inflight`` = ``disk.aqu-sz`` of one disk (chosen as above),
+``cpu.runqueue`` = ``queue.runq-sz`` (``sar -q``), ``mem.majfault`` = ``paging.majflt``
+(``sar -B``); ``entity`` becomes the host.
 
 For Prometheus with node-exporter, :func:`prometheus_queries` gives the PromQL of each model
-counter node-exporter publishes (CPU by mode, diskstats and, where the vmstat collector is told
-to export it, ``workingset_refault_file``); pass it to
+counter node-exporter publishes (CPU by mode, diskstats, major faults, the run queue
+``node_procs_running`` and, where the vmstat collector is told to export it,
+``workingset_refault_file``); pass it to
 :func:`perfsleuth.sources.prometheus.counter_frame` and the frame is in the model's names.
 """
 
@@ -102,6 +105,7 @@ _RENAMED = {
     "mem.Dirty": "mem.dirty",
     "mem.Writeback": "mem.writeback",
     "mem.MemTotal": "mem.total",
+    "stat.procs_running": "cpu.runqueue",
 }
 # the workload cgroup's counters (perfsleuth collect --cgroup), in the model's units already
 _WORKLOAD = tuple(
@@ -204,6 +208,15 @@ def from_sar(frame: pd.DataFrame, *, device: str | None = None) -> pd.DataFrame:
             out["cpu.system"] = cpu[system] * ncpu
         if ncpu == 0 and len(cpu):
             log.warning("%s: sar recorded no per-CPU lines (-P ALL); CPU counters left out", name)
+        machine = mine[kinds == ""].pivot_table(
+            index="time", columns="counter", values="value", aggfunc="mean"
+        )
+        for source, target in (
+            ("queue.runq-sz", "cpu.runqueue"),
+            ("paging.majflt", "mem.majfault"),
+        ):
+            if source in machine.columns:
+                out[target] = machine[source]
         disks: dict[str, pd.DataFrame] = {}
         for kind in sorted({k for k in kinds if k.startswith("disk-device=")}):
             disks[kind.split("=", 1)[1]] = mine[kinds == kind].pivot_table(
@@ -385,4 +398,6 @@ def prometheus_queries(device: str | None = None) -> dict[str, str]:
         "disk.busy": disk("io_time_seconds_total", "max"),
         "disk.inflight": disk("io_time_weighted_seconds_total"),
         "mem.refault": "sum by (instance) (rate(node_vmstat_workingset_refault_file[{w}]))",
+        "mem.majfault": "sum by (instance) (rate(node_vmstat_pgmajfault[{w}]))",
+        "cpu.runqueue": "sum by (instance) (avg_over_time(node_procs_running[{w}]))",
     }
