@@ -76,6 +76,7 @@ def test_check_model(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     code, out, _ = run(capsys, "bottleneck", "check")
     assert code == 0
     assert "golden case(s) pass" in out
+    assert "counters: cpu.user, cpu.system, cpu.runqueue," in out  # what --map may target
     broken = tmp_path / "m.toml"
     broken.write_text('[model]\nname = "x"\n')
     code, _, err = run(capsys, "bottleneck", "check", str(broken))
@@ -153,3 +154,79 @@ def test_json_inference_imports_neither_the_store_nor_the_console_renderer() -> 
     )
     assert json.loads(done.stdout)["findings"]
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def _wide_csv(path: Path) -> None:
+    """A user's wide counter CSV: both cores busy in user mode, 18 threads runnable."""
+    rows = ["ts,usr,sys,util,rkb,runq"]
+    rows += [f"2026-01-01T00:00:{s:02d}Z,1.9,0.05,0.01,1000.0,18" for s in range(30)]
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_a_wide_csv_mapped_onto_the_model_by_flags_or_a_toml_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # issue 20: the columns of a wide counter CSV, named as the user's tool names them
+    counters = tmp_path / "web-1.csv"
+    _wide_csv(counters)
+    pairs = ["usr=cpu.user", "sys=cpu.system", "util=disk.busy", "rkb=disk.read_bytes"]
+    flags = [part for pair in [*pairs, "runq=cpu.runqueue"] for part in ("--map", pair)]
+    code, out, err = run(
+        capsys, "--format", "json", "bottleneck", "infer", str(counters), *flags,
+        "--time-column", "ts",
+    )  # fmt: skip
+    assert code == 0, err
+    (finding,) = json.loads(out)["findings"]
+    assert finding["entity"] == "web-1" and finding["metric"] == "cpu"
+    columns = tmp_path / "columns.toml"
+    columns.write_text(
+        'time_column = "ts"\nentity = "web"\n[columns]\n'
+        + "".join(f'{a} = "{b}"\n' for a, b in (p.split("=") for p in pairs))
+    )
+    code, out, err = run(
+        capsys, "--format", "json", "bottleneck", "infer", str(counters), "--map", str(columns)
+    )
+    assert code == 0, err
+    (finding,) = json.loads(out)["findings"]
+    assert finding["entity"] == "web" and finding["metric"] == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("mapping", "message"),
+    [
+        (["usr=cpu.usr"], "--map 'usr=cpu.usr': 'cpu.usr' is not a counter of the model"),
+        (["usr="], "--map 'usr=': expected COLUMN=COUNTER"),
+        (["usr=cpu.user", "sys=cpu.user"], "more than one column mapped to cpu.user"),
+        (["usr=cpu.user", "usr=cpu.system"], "column 'usr' is already mapped to 'cpu.user'"),
+        (["columns.toml"], "columns.toml:2: columns.usr: Input should be a valid string"),
+        (["missing.toml"], "missing.toml: cannot read column map"),
+    ],
+)
+def test_a_bad_column_map_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mapping: list[str],
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _wide_csv(tmp_path / "web-1.csv")
+    (tmp_path / "columns.toml").write_text("[columns]\nusr = 3\n")
+    flags = [part for item in mapping for part in ("--map", item)]
+    code, _, err = run(capsys, "bottleneck", "infer", "web-1.csv", *flags)
+    assert code == 2
+    assert message in err
+    code, _, err = run(capsys, "bottleneck", "infer", "web-1.csv", "--time-column", "ts")
+    assert code == 2 and "give --map too" in err
+
+
+def test_sar_run_queue_and_major_faults_reach_the_model(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sar = Path(__file__).parents[1] / "data" / "sysstat" / "sar.json"
+    code, out, err = run(capsys, "--format", "json", "bottleneck", "infer", str(sar))
+    assert code == 0, err
+    (finding,) = json.loads(out)["findings"]
+    assert finding["metric"] == "cpu"
+    evidence = {e["name"]: e["value"] for e in finding["evidence"]}
+    assert evidence["observed.cpu.runqueue"] == pytest.approx(4.0)  # sar -q runq-sz

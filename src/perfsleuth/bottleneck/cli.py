@@ -28,6 +28,7 @@ from perfsleuth.cli.inputs import (
 from perfsleuth.cli.output import ReportOption, StoreOption, emit, execute, note
 
 if TYPE_CHECKING:
+    from perfsleuth.bottleneck.widecsv import ColumnMap
     from perfsleuth.sources.specs import Source
 
 __all__ = ["bottleneck_app", "calibrate_command", "verify_command"]
@@ -100,6 +101,20 @@ def infer_command(
         str | None,
         typer.Option(help="Disk of a collector's counters (default: the busiest whole disk)."),
     ] = None,
+    mapping: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--map",
+            help="A wide counter CSV: COLUMN=COUNTER maps one of its columns onto a model "
+            "counter (repeatable; e.g. usr=cpu.user), or a TOML file with a [columns] table.",
+        ),
+    ] = None,
+    time_column: Annotated[
+        str | None, typer.Option(help="With --map: the CSV's time column (default: time, ts …).")
+    ] = None,
+    entity: Annotated[
+        str | None, typer.Option(help="With --map: the entity its counters describe (file name).")
+    ] = None,
     store: StoreOption = None,
     report: ReportOption = None,
     missing: MissingOption = None,
@@ -116,6 +131,7 @@ def infer_command(
 
     goal, factor = _target(target)
     messy = Messy(missing, disorder, duplicates, time_unit, tz, since, until)
+    wide = _wide(mapping, model, time_column, entity)
     detector = create(
         "bottleneck",
         {
@@ -134,7 +150,13 @@ def infer_command(
         prefix="",
     )
     plan = Plan(
-        (Input("counter", "counter", tuple(_counter_source(path, messy) for path in counters)),),
+        (
+            Input(
+                "counter",
+                "counter",
+                tuple(_counter_source(path, messy, wide) for path in counters),
+            ),
+        ),
         (Step(detector, "counter"),),
         Outputs(store=store, report=report, title="perfsleuth bottlenecks"),
         command=f"perfsleuth bottleneck infer {', '.join(map(str, counters))}",
@@ -144,10 +166,42 @@ def infer_command(
     emit(ctx, result.findings, incidents=result.incidents)
 
 
-def _counter_source(path: Path, messy: Messy) -> Source:
+def _wide(
+    mapping: list[str] | None, model: str, time_column: str | None, entity: str | None
+) -> ColumnMap | None:
+    """The ``--map`` of a wide counter CSV, checked against the model's counters."""
+    from perfsleuth.errors import ConfigError
+
+    if not mapping:
+        if time_column is not None or entity is not None:
+            raise ConfigError("--time-column and --entity describe a wide CSV: give --map too")
+        return None
+    from perfsleuth.bottleneck.kernels.model import load_model
+    from perfsleuth.bottleneck.widecsv import column_map
+
+    chosen = load_model(model)
+    known = [*chosen.counter_columns, *(i.counter for i in chosen.inputs)]
+    return column_map(mapping, known, time_column=time_column, entity=entity)
+
+
+def _counter_source(path: Path, messy: Messy, wide: ColumnMap | None = None) -> Source:
     """A counter file, every counter row of a store, or sar's JSON (the detector translates
-    the collector's and sar's counter names into the model's)."""
+    the collector's and sar's counter names into the model's); with ``wide``, a wide CSV whose
+    columns it maps onto the model's counters."""
     suffix = path.suffix.lower()
+    if wide is not None:
+        spec: dict[str, object] = {
+            "kind": "file",
+            "path": path,
+            "contract": "counter",
+            "columns": wide.columns,
+            "values": list(wide.columns.values()),
+        }
+        if wide.time_column is not None:
+            spec["time_column"] = wide.time_column
+        if wide.entity is not None:
+            spec["entity"] = wide.entity
+        return source_spec(spec, messy)
     if suffix in (".duckdb", ".db"):
         return source_spec({"kind": "store", "path": path, "contract": "counter"}, messy)
     if suffix == ".json":  # sadf -j output
@@ -216,6 +270,8 @@ def check_command(
         f"{len(loaded.spec.formula)} formulas, {len(loaded.counters)} counters, "
         f"{len(loaded.resources)} resources, {len(loaded.spec.golden)} golden case(s) pass"
     )
+    inputs = ", ".join(i.counter for i in loaded.inputs)
+    typer.echo(f"counters: {', '.join(loaded.counter_columns)}; inputs: {inputs}")
 
 
 def calibrate_command(
