@@ -286,7 +286,8 @@ class LinuxCounters:
         out.update({f"cg.io.{name}": value for name, value in got.io.items()})
         if got.mem_anon is not None:
             out["cg.mem.anon"] = got.mem_anon
-            out["cg.refault"] = got.mem_refault or 0.0
+        if got.mem_refault is not None:
+            out["cg.refault"] = got.mem_refault
         if got.mem_limit is not None:  # unlimited: what the machine has
             out["cg.mem.limit"] = (
                 min(got.mem_limit, mem_total) if mem_total is not None else got.mem_limit

@@ -428,7 +428,8 @@ class Collector:
             cumulative[f"workload.io.{name}"] = value
         if got.mem_anon is not None:
             levels["workload.mem.anon"] = got.mem_anon
-            cumulative["workload.mem.refault"] = got.mem_refault or 0.0
+        if got.mem_refault is not None:
+            cumulative["workload.mem.refault"] = got.mem_refault
         if got.mem_limit is not None:  # unlimited: what the machine has
             levels["workload.mem.limit"] = (
                 got.mem_limit if mem_total is None else min(got.mem_limit, mem_total)

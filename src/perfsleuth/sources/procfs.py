@@ -628,7 +628,7 @@ class CgroupCounters:
     Cumulative: ``user_usec`` / ``system_usec`` (v2 cpu.stat, else v1 cpuacct.stat),
     ``io_some_usec`` (io.pressure: time some task was stalled on I/O), ``io`` (the io.stat line
     of one device: ``read_bytes``, ``write_bytes``, ``reads``, ``writes``), ``mem_refault`` (pages:
-    ``workingset_refault_file`` of memory.stat; present when ``mem_anon`` is). Levels:
+    ``workingset_refault_file`` of memory.stat, None on kernels without it). Levels:
     ``mem_anon`` (bytes: v2 ``anon``, v1 ``rss``), ``mem_limit`` (bytes, ``inf`` when
     unlimited). ``cpu_stat`` is the whole v2 cpu.stat (throttling: ``nr_throttled``,
     ``throttled_usec``).
@@ -730,14 +730,15 @@ def read_cgroup_counters(group: Cgroup, device_number: str | None = None) -> Cgr
         io = _io_stat(_optional_file(group.unified / "io.stat"), device_number)
         if group.memory_v1 is None:
             mem = parse_keyed(_optional_file(group.unified / "memory.stat") or "")
-            if "anon" in mem:
-                anon, refault = mem["anon"], mem.get("workingset_refault_file", 0.0)
+            if "anon" in mem:  # a kernel without the refault field says nothing, not 0
+                anon = mem["anon"]
+                refault = mem.get("workingset_refault_file", mem.get("workingset_refault"))
             limit = _value(_optional_file(group.unified / "memory.max"))
     if group.memory_v1 is not None:
         mem = parse_keyed(_optional_file(group.memory_v1 / "memory.stat") or "")
         if "rss" in mem:
             anon = mem["rss"]
-            refault = mem.get("workingset_refault_file", mem.get("workingset_refault", 0.0))
+            refault = mem.get("workingset_refault_file", mem.get("workingset_refault"))
         limit = _value(_optional_file(group.memory_v1 / "memory.limit_in_bytes"))
     if user is None and group.cpuacct_v1 is not None:
         acct = parse_keyed(_optional_file(group.cpuacct_v1 / "cpuacct.stat") or "")
