@@ -55,7 +55,8 @@ Array = npt.NDArray[np.float64]
 _BAD = 1e3  # whitened residual given to a prediction that is not finite
 _STEP = 1e-6  # forward-difference step in z
 _TOL_STEP = 1e-4  # in z (log scale for most parameters: a 0.01% change)
-_TOL_GAIN = 1e-5  # nats: far below anything that changes a probability
+_TOL_GAIN = 1e-3  # nats: far below anything that changes a probability
+_WARM_ITERATIONS = 25  # of the Gaussian search, a start for the heavy-tailed one
 _PRUNE, _PRUNE_AFTER = 10.0, 15
 _MIN_ESS = 0.25  # share of the Laplace draws that must stay effective after reweighting
 _SCAN_POINTS, _SCAN_STEPS, _SCAN_PATHS = 16, 3, 3  # coordinate scan: grid, steps, paths
@@ -362,9 +363,14 @@ class _Group:
         per = z0.shape[1]
         # graduated robustness: Gaussian errors first (every counter explained as far as it
         # can be: the landscape of the heavy tails has more local modes), then the heavy tails
-        # from there
+        # from there; the first search only finds the basin (a few dozen steps: run to the
+        # end, it crawled along flat directions for most of the cost and moved no answer)
         z, _, first_iterations, _, _ = _levenberg_marquardt(
-            z0.reshape(-1, m), self, per, settings.max_iterations, robust=False
+            z0.reshape(-1, m),
+            self,
+            per,
+            min(settings.max_iterations, _WARM_ITERATIONS),
+            robust=False,
         )
         z, e, iterations, converged, jac = _levenberg_marquardt(
             z, self, per, settings.max_iterations, robust=True
