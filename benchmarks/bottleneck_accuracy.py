@@ -1,11 +1,13 @@
 """Bottleneck inference on the recorded real corpora: confusion table and calibration.
 
-Two corpora (recorded by ``scripts/bottleneck_real.py record``) hold real counters of
+Three corpora (recorded by ``scripts/bottleneck_real.py record``) hold real counters of
 workloads run in cgroups on this shared 2-core machine beside co-tenant load, recorded at 1 Hz
 by perfsleuth's own collector, each labelled with the bottleneck it was built to have:
 ``tests/data/bottleneck/`` at load 14–32 (five other engineers' work besides the co-tenants;
-repetitions 1–2 tune, 3–4 are held out) and ``tests/data/bottleneck/controlled/`` under two
-CPU hogs at nice 0 with everything else on the machine niced (repetitions 5–6 tune, 7–8 are
+repetitions 1–2 tune, 3–4 are held out), ``tests/data/bottleneck/controlled/`` under two
+CPU hogs at nice 0 in a cgroup of their own with everything else on the machine niced
+(repetitions 5–6 tune, 7–8 are held out) and ``tests/data/bottleneck/shared/`` under three
+hogs beside the workload's cgroup, not in one of their own (repetitions 10–11 tune, 12–13 are
 held out). Each recording goes through the detector with the built-in Linux model's defaults
 (no calibration) and its headline state — ``none``, ``cpu``, ``disk`` or ``memory`` — is
 compared with the label.
@@ -34,8 +36,13 @@ score uses the measured label: ``cpu`` for a recording labelled ``disk`` whose t
 runnable a larger share of the time than the device was busy (both measured by the collector:
 schedstat and /proc/diskstats), the construction label otherwise.
 
+``--inputs`` judges with the counters a user may have (:data:`INPUTS`): all the collector's,
+the host's and the cgroup's own files only, or those without the cgroup's CPU pressure;
+``--summary`` prints one line per corpus, counter set and half.
+
 Run: .venv/bin/python benchmarks/bottleneck_accuracy.py [--half tune|held-out|both] [--fit]
-     [--sweep] [--list] [--temperature T] [--drop COUNTER,...] [--corpus DIR ...]
+     [--sweep] [--list] [--summary] [--inputs all|cgroup|no-cpu-pressure] [--temperature T]
+     [--drop COUNTER,...] [--corpus DIR ...]
 """
 
 from __future__ import annotations
@@ -65,6 +72,23 @@ TEMPERATURES = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 """The likelihood temperatures the fit tries."""
 SCHEDSTAT = ("workload.cpu.runnable", "workload.cpu.wait")
 """The collector's per-thread counters (/proc/<tid>/schedstat), which cgroup files lack."""
+PROCESS_IO = (
+    "workload.app.read_ops",
+    "workload.app.read_bytes",
+    "workload.app.write_ops",
+    "workload.app.write_bytes",
+)
+"""The collector's per-process system-call counters (/proc/<pid>/io), not a cgroup file."""
+INPUTS = {
+    "all": (),
+    "cgroup": SCHEDSTAT + PROCESS_IO,
+    "no-cpu-pressure": (*SCHEDSTAT, *PROCESS_IO, "workload.psi.cpu"),
+}
+"""Counter sets a user may have: everything the collector records; the host's and the
+cgroup's own files only (/proc/stat, vmstat, pressure, diskstats; cpu.stat, cpu.pressure,
+memory.stat, io.stat, io.pressure), without any per-thread or per-process counter; and those
+without the cgroup's CPU pressure either (the collector before issue 20 recorded none)."""
+CORPORA = {"heavy": CORPUS, "controlled": CONTROLLED, "shared": CORPUS / "shared"}
 
 
 def load_corpus(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -259,6 +283,40 @@ def sweep(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]]) -> None:
                 )
 
 
+def summary(
+    corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]], temperature: float | None
+) -> None:
+    """Per corpus, counter set and half (labels built): right, Brier score and how many
+    headlines at P ≥ 0.95 were right; then the misses."""
+    print(
+        f"\n{'corpus':11s} {'inputs':16s} {'half':9s} {'right':>7s} {'Brier':>6s} "
+        f"{'P>=.95 right':>13s}"
+    )
+    misses = []
+    for path, frame, labels in corpora:
+        for inputs, drop in INPUTS.items():
+            table = judge(frame, labels, drop=drop, temperature=temperature)
+            table = table.assign(expected=table["built"])
+            for half in ("tune", "held-out"):
+                mine = table[table["half"] == half]
+                if not len(mine):
+                    continue
+                right = mine["headline"] == mine["expected"]
+                p_head = np.array([row[f"p.{row['headline']}"] for _, row in mine.iterrows()])
+                sure = p_head >= 0.95
+                print(
+                    f"{path.name:11s} {inputs:16s} {half:9s} {int(right.sum()):3d}/{len(mine):<3d} "
+                    f"{brier(mine)[0]:6.3f} {int(right[sure].sum()):6d}/{int(sure.sum()):<6d}"
+                )
+            for _, row in table[table["headline"] != table["expected"]].iterrows():
+                misses.append(
+                    f"  {path.name:11s} {inputs:16s} {row['entity']:22s} {row['expected']:6s} "
+                    f"-> {row['headline']:6s} P {row[f'p.{row.headline}']:.2f}"
+                )
+    print("misses (label -> headline):")
+    print("\n".join(misses) or "  none")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -278,6 +336,18 @@ def main() -> None:
         "model hold without them?)",
     )
     parser.add_argument(
+        "--inputs",
+        choices=tuple(INPUTS),
+        default="all",
+        help="which counters the inference gets: all the collector's, the host's and the "
+        "cgroup's files only, or those without the cgroup's CPU pressure (added to --drop)",
+    )
+    parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="one line per corpus, half and --inputs set (right, Brier, P >= 0.95 right)",
+    )
+    parser.add_argument(
         "--temperature", type=float, help="likelihood temperature (default: the detector's)"
     )
     parser.add_argument(
@@ -287,14 +357,18 @@ def main() -> None:
         "--sweep", action="store_true", help="score every temperature of the grid on each half"
     )
     args = parser.parse_args()
-    corpora = [(path, *load_corpus(path)) for path in args.corpus or [CORPUS, CONTROLLED]]
+    chosen = args.corpus or list(CORPORA.values())
+    corpora = [(path, *load_corpus(path)) for path in chosen if (path / "labels.csv").exists()]
     temperature = args.temperature
     if args.fit:
         temperature = fit_temperature([(frame, labels) for _, frame, labels in corpora])
     if args.sweep:
         sweep(corpora)
         return
-    drop = tuple(c for c in args.drop.split(",") if c)
+    if args.summary:
+        summary(corpora, temperature)
+        return
+    drop = tuple(c for c in args.drop.split(",") if c) + INPUTS[args.inputs]
     for path, every, all_labels in corpora:
         labels = all_labels if args.half == "both" else all_labels[all_labels["half"] == args.half]
         frame = every[every["entity"].isin(set(labels["entity"]))]

@@ -26,6 +26,7 @@ import csv
 import os
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -53,9 +54,9 @@ LABELS = (
     "fio_bw_bytes",
     "note",
 )
-TUNING = (1, 2, 5, 6)
+TUNING = (1, 2, 5, 6, 10, 11)
 """Repetitions the model may be tuned on (1-2 of the heavy-load corpus, 5-6 of the controlled
-one); every other one is held out."""
+one, 10-11 of the shared one); every other one is held out."""
 
 
 def _half(repetition: int) -> str:
@@ -77,8 +78,18 @@ def _label(rec: Recording, repetition: int) -> dict[str, object]:
     }
 
 
-def _chosen(only: str | None) -> list[RealScenario]:
+def _chosen(
+    only: str | None, cotenant: str | None = None, flat: bool = False
+) -> list[RealScenario]:
     every = list(scenarios())
+    if cotenant is not None:  # instead of the default co-tenant (a scenario's own one stays)
+        default = RealScenario("", "").cotenant
+        every = [
+            replace(s, cotenant=tuple(cotenant.split())) if s.cotenant == default else s
+            for s in every
+        ]
+    if flat:
+        every = [replace(s, cotenant_grouped=False) for s in every]
     if only is None:
         return every
     names = only.split(",")
@@ -97,11 +108,13 @@ def _show(rec: Recording) -> None:
     )
 
 
-def record_corpus(out: Path, repetitions: list[int], only: str | None, seconds: float) -> None:
+def record_corpus(
+    out: Path, repetitions: list[int], chosen: list[RealScenario], seconds: float
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     labels = out / "labels.csv"
     for repetition in repetitions:
-        recs = record_all(_chosen(only), [repetition], seconds=seconds, progress=_show)
+        recs = record_all(chosen, [repetition], seconds=seconds, progress=_show)
         frame = pd.concat([r.frame for r in recs], ignore_index=True)
         frame.to_parquet(out / f"corpus-r{repetition}.parquet", index=False, compression="zstd")
         fresh = not labels.exists()
@@ -112,13 +125,13 @@ def record_corpus(out: Path, repetitions: list[int], only: str | None, seconds: 
             writer.writerows(_label(r, repetition) for r in recs)
 
 
-def live(repetitions: list[int], only: str | None, seconds: float) -> None:
+def live(repetitions: list[int], chosen: list[RealScenario], seconds: float) -> None:
     from perfsleuth.bottleneck.detector import BottleneckDetector
 
     detector = BottleneckDetector()
     rows = []
     started = time.monotonic()
-    for rec in record_all(_chosen(only), repetitions, seconds=seconds, progress=_show):
+    for rec in record_all(chosen, repetitions, seconds=seconds, progress=_show):
         analysis = detector.analyse(rec.frame)
         (entity,) = analysis.entities
         state = entity.state
@@ -145,15 +158,27 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated scenario names")
     parser.add_argument("--seconds", type=float, default=24.0, help="sampled per recording")
     parser.add_argument("--out", type=Path, default=Path("tests/data/bottleneck"))
+    parser.add_argument(
+        "--cotenant",
+        help="command line of the co-tenant instead of 'stress-ng --cpu 2 -q' (scenarios "
+        "with a co-tenant of their own keep it)",
+    )
+    parser.add_argument(
+        "--flat",
+        action="store_true",
+        help="co-tenants beside the recorder, not in a cgroup of their own (each of their "
+        "threads then competes with the workload's whole cgroup)",
+    )
     args = parser.parse_args()
     why = unavailable()
     if why is not None:
         print(f"cannot run: {why}", file=sys.stderr)
         return 2
+    chosen = _chosen(args.only, args.cotenant, args.flat)
     if args.mode == "record":
-        record_corpus(args.out, args.repetitions, args.only, args.seconds)
+        record_corpus(args.out, args.repetitions, chosen, args.seconds)
     else:
-        live(args.repetitions, args.only, args.seconds)
+        live(args.repetitions, chosen, args.seconds)
     return 0
 
 

@@ -28,6 +28,7 @@ stress-ng; every process and cgroup it starts is stopped and removed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -74,6 +75,9 @@ class RealScenario:
     job: Job | None = None
     command: tuple[str, ...] = ()
     cotenant: tuple[str, ...] = ("stress-ng", "--cpu", "2", "-q")
+    cotenant_grouped: bool = True
+    """The co-tenant in a cgroup of its own (the kernel shares the CPUs between the two
+    groups); else beside the recorder, each of its threads a peer of the workload's group."""
     memory_limit: int | None = None
     cpu_limit: float | None = None
     warmup: float = 4.0
@@ -233,14 +237,19 @@ def unavailable() -> str | None:
 
 def _start(
     command: Sequence[str],
-    group_name: str,
+    group_name: str | None,
     *,
     memory_limit: int | None = None,
     cpu_limit: float | None = None,
 ) -> tuple[Any, Any]:
-    """Start ``command`` inside a fresh cgroup (it runs nothing before it is in there)."""
+    """Start ``command`` inside a fresh cgroup (it runs nothing before it is in there), or in
+    the recorder's own when ``group_name`` is None."""
     shell = ["/bin/sh", "-c", 'read go && exec "$@"', "perfsleuth-real", *command]
-    context = temporary_cgroup(group_name, memory_limit=memory_limit, cpu_limit=cpu_limit)
+    context: Any = (
+        contextlib.nullcontext()
+        if group_name is None
+        else temporary_cgroup(group_name, memory_limit=memory_limit, cpu_limit=cpu_limit)
+    )
     group = context.__enter__()
     try:
         process = subprocess.Popen(
@@ -252,7 +261,8 @@ def _start(
             start_new_session=True,  # one process group: stopped together
             preexec_fn=die_with_parent,  # noqa: PLW1509 (only prctl runs in the child)
         )
-        add_to_cgroup(group, process.pid)
+        if group is not None:
+            add_to_cgroup(group, process.pid)
         assert process.stdin is not None
         process.stdin.write("go\n")
         process.stdin.flush()
@@ -335,7 +345,9 @@ def record(
         command = list(scenario.command)
     group = f"perfsleuth-real-{tag or os.getpid()}"
     device = block_device_of(Path(job.file).parent if job is not None else "/var/tmp")
-    neighbour, neighbour_cg = _start(scenario.cotenant, f"{group}-cotenant")
+    neighbour, neighbour_cg = _start(
+        scenario.cotenant, f"{group}-cotenant" if scenario.cotenant_grouped else None
+    )
     worker = context = None
     try:
         time.sleep(1.0)
