@@ -65,7 +65,7 @@ def test_an_idle_workload_is_capped() -> None:
             "bg_cpu": 0.0,
             "bg_read_bw": 0.0,
             "bg_write_bw": 0.0,
-            "cpu_busy": 0.0,  # its threads never run: nothing that load would scale
+            "app_sys": 0.0,  # no kernel work either: nothing that load would scale
         }
     )
     factor, _ = max_load(MODEL, w)

@@ -89,7 +89,8 @@ def scenario_workload(
         "bg_read_bw": _log_uniform(rng, 1e3, 1e5),
         "bg_write_bw": _log_uniform(rng, 1e3, 1e5),
         # its threads mostly wait for I/O or sleep, and get a CPU when they want one
-        "cpu_busy": float(rng.uniform(0.02, 0.3)),
+        "idle_threads": _log_uniform(rng, 0.5, 4.0),
+        "app_sys": _log_uniform(rng, 0.001, 0.01),
         "cpu_grant": float(rng.uniform(0.85, 1.0)),
         "rand_read_mapped": float(rng.uniform(0.0, 0.05)),
         "disk_speed": _log_uniform(rng, 0.7, 1.4),
@@ -114,8 +115,9 @@ def scenario_workload(
     if scenario == "cpu":
         ncpu = model.constants.get("ncpu", 1.0)
         background["app_cpu"] = target * ncpu
-        if "cpu_busy" in background:  # its threads run (or wait to) as long as it keeps busy
-            background["cpu_busy"] = target
+        if "idle_threads" in background:  # its threads run (or wait to) as long as it is busy
+            demand = background["app_cpu"] / background["cpu_grant"]
+            background["idle_threads"] = demand * (1.0 / target - 1.0)
         return model.workload(background, source=f"scenario {scenario}"), inputs
     # memory: buffered random reads over an extent several times the cgroup's memory
     limit = _log_uniform(rng, 128 * _MIB, 2048 * _MIB)
