@@ -164,7 +164,7 @@ def _wide_csv(path: Path) -> None:
 
 
 def test_a_wide_csv_mapped_onto_the_model_by_flags_or_a_toml_file(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     # issue 20: the columns of a wide counter CSV, named as the user's tool names them
     counters = tmp_path / "web-1.csv"
@@ -189,6 +189,10 @@ def test_a_wide_csv_mapped_onto_the_model_by_flags_or_a_toml_file(
     assert code == 0, err
     (finding,) = json.loads(out)["findings"]
     assert finding["entity"] == "web" and finding["metric"] == "cpu"
+    # too few counters for an answer: said, not silently "No findings."
+    code, out, err = run(capsys, "bottleneck", "infer", str(counters), "--map", "usr=cpu.user")
+    assert code == 0, err
+    assert "web-1: 1 of the model's counters (cpu.user), 3 needed: not inferred" in caplog.text
 
 
 @pytest.mark.parametrize(
@@ -200,6 +204,7 @@ def test_a_wide_csv_mapped_onto_the_model_by_flags_or_a_toml_file(
         (["usr=cpu.user", "usr=cpu.system"], "column 'usr' is already mapped to 'cpu.user'"),
         (["columns.toml"], "columns.toml:2: columns.usr: Input should be a valid string"),
         (["missing.toml"], "missing.toml: cannot read column map"),
+        (["nosuch=cpu.user"], "--map: web-1.csv has no column 'nosuch' (its columns: ts, usr,"),
     ],
 )
 def test_a_bad_column_map_is_a_clear_error(

@@ -190,6 +190,9 @@ def _counter_source(path: Path, messy: Messy, wide: ColumnMap | None = None) -> 
     columns it maps onto the model's counters."""
     suffix = path.suffix.lower()
     if wide is not None:
+        from perfsleuth.bottleneck.widecsv import check_columns
+
+        check_columns(path, wide)
         spec: dict[str, object] = {
             "kind": "file",
             "path": path,

@@ -478,6 +478,7 @@ class BottleneckDetector(DetectorMixin):
         shortest = pd.Timedelta(self.min_window)
         usable: list[tuple[str, int, pd.DataFrame, dict[str, float]]] = []
         for entity, wide in by_entity(data):
+            before = len(usable)
             for index, (a, b) in enumerate(self._cuts(wide, model, errors, longest, shortest)):
                 part = wide.iloc[a:b]
                 counters = {str(k): float(v) for k, v in part.mean().dropna().items()}
@@ -486,6 +487,15 @@ class BottleneckDetector(DetectorMixin):
                     log.info("%s: window %s has %d counters; skipped", entity, index, observed)
                     continue
                 usable.append((str(entity), index, part, counters))
+            if len(usable) == before:  # say why an entity gets no answer at all
+                have = [c for c in model.counter_columns if c in wide.columns]
+                log.warning(
+                    "%s: %d of the model's counters (%s), %d needed: not inferred",
+                    entity,
+                    len(have),
+                    ", ".join(have) or "none",
+                    self.min_counters,
+                )
         inferences = self._infer([u[3] for u in usable], model, errors)
         out: dict[str, list[WindowResult]] = {}
         for (entity, index, part, counters), inference in zip(usable, inferences, strict=True):

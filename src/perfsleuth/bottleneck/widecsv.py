@@ -14,6 +14,7 @@ every target must be a counter or input of the model, and each column is mapped 
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from perfsleuth.errors import ConfigError
 from perfsleuth.tomlfile import read_toml, validate
 
-__all__ = ["ColumnMap", "column_map"]
+__all__ = ["ColumnMap", "check_columns", "column_map"]
 
 
 class _MapFile(BaseModel):
@@ -83,3 +84,22 @@ def column_map(
     if twice:
         raise ConfigError(f"--map: more than one column mapped to {', '.join(twice)}")
     return ColumnMap(columns, time_column, entity)
+
+
+def check_columns(path: Path, mapping: ColumnMap) -> None:
+    """A plain CSV's header holds every mapped column (else an error naming the flag's
+    column and the file's); other files are checked when they are read."""
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        return
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError):
+        return  # the reader says what is wrong with the file
+    names = [name.strip() for name in header]
+    missing = [column for column in mapping.columns if column not in names]
+    if missing:
+        raise ConfigError(
+            f"--map: {path} has no column {', '.join(map(repr, missing))} "
+            f"(its columns: {', '.join(names)})"
+        )
