@@ -38,10 +38,12 @@ schedstat and /proc/diskstats), the construction label otherwise.
 
 ``--inputs`` judges with the counters a user may have (:data:`INPUTS`): all the collector's,
 the host's and the cgroup's own files only, or those without the cgroup's CPU pressure;
-``--summary`` prints one line per corpus, counter set and half.
+``--summary`` prints one line per corpus, counter set and half; ``--ablation`` which
+counters each judged decision needs (each group of :data:`GROUPS` left out in turn).
 
 Run: .venv/bin/python benchmarks/bottleneck_accuracy.py [--half tune|held-out|both] [--fit]
-     [--sweep] [--list] [--summary] [--inputs all|cgroup|no-cpu-pressure] [--temperature T]
+     [--sweep] [--list] [--summary] [--ablation] [--inputs all|cgroup|no-cpu-pressure]
+     [--temperature T]
      [--drop COUNTER,...] [--corpus DIR ...]
 """
 
@@ -89,6 +91,36 @@ cgroup's own files only (/proc/stat, vmstat, pressure, diskstats; cpu.stat, cpu.
 memory.stat, io.stat, io.pressure), without any per-thread or per-process counter; and those
 without the cgroup's CPU pressure either (the collector before issue 20 recorded none)."""
 CORPORA = {"heavy": CORPUS, "controlled": CONTROLLED, "shared": CORPUS / "shared"}
+GROUPS = {
+    "machine CPU (/proc/stat)": ("cpu.user", "cpu.nice", "cpu.system", "cpu.irq", "cpu.softirq"),
+    "run queue (/proc/stat procs_running)": ("stat.procs_running",),
+    "cgroup CPU (cpu.stat usage)": ("workload.cpu.user", "workload.cpu.system"),
+    "cgroup CPU pressure (cpu.pressure)": ("workload.psi.cpu",),
+    "cgroup I/O (io.stat)": (
+        "workload.io.read_bytes",
+        "workload.io.write_bytes",
+        "workload.io.reads",
+        "workload.io.writes",
+    ),
+    "cgroup I/O pressure (io.pressure)": ("workload.psi.io",),
+    "diskstats": ("disk.",),
+    "cgroup memory limit (memory.max)": ("workload.mem.limit",),
+    "cgroup faults and refaults (memory.stat)": ("workload.mem.majfault", "workload.mem.refault"),
+    "machine faults and refaults (vmstat)": (
+        "vmstat.pgmajfault",
+        "vmstat.workingset_refault_file",
+    ),
+    "run queue and cgroup CPU pressure": ("stat.procs_running", "workload.psi.cpu"),
+    "cgroup I/O, its pressure and diskstats": ("workload.io.", "workload.psi.io", "disk."),
+    "every memory counter but the limit": (
+        "workload.mem.majfault",
+        "workload.mem.refault",
+        "vmstat.pgmajfault",
+        "vmstat.workingset_refault_file",
+    ),
+}
+"""Counter groups a user may lack, each left out in turn by ``--ablation`` (``disk.``: every
+disk's counters)."""
 
 
 def load_corpus(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -317,6 +349,32 @@ def summary(
     print("\n".join(misses) or "  none")
 
 
+def ablation(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]]) -> None:
+    """Which counters each decision needs: from the host's and the cgroup's own files
+    (``--inputs cgroup``), each of :data:`GROUPS` left out in turn; per group, the recordings
+    of the kinds issue 20 judges (idle, direct I/O, CPU-bound or starved, memory thrash) that
+    are then wrong, against how many were wrong with every group."""
+    judged = ("idle", "seq-read", "seq-write", "rand-read", "rand-write", "cpu-bound")
+    judged += ("cpu-starved", "cpu-quota", "memcg-thrash")
+    print("\nwithout each counter group (from the cgroup set; judged kinds, labels built):")
+    frames = [(frame, labels[labels["scenario"].isin(judged)]) for _, frame, labels in corpora]
+    for group, names in {"(none left out)": (), **GROUPS}.items():
+        wrong: list[str] = []
+        total = 0
+        for frame, labels in frames:
+            counters = pd.Series(frame["counter"].astype(str).unique())
+            gone = counters[counters.str.startswith(names or ("\0",))]
+            table = judge(frame, labels, drop=(*INPUTS["cgroup"], *gone))
+            total += len(table)
+            wrong += [
+                f"{e} ({b} -> {h})"
+                for e, b, h in table.loc[
+                    table["headline"] != table["built"], ["entity", "built", "headline"]
+                ].itertuples(index=False)
+            ]
+        print(f"  {group:42s} {total - len(wrong):3d}/{total}  {', '.join(wrong)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -343,6 +401,11 @@ def main() -> None:
         "cgroup's files only, or those without the cgroup's CPU pressure (added to --drop)",
     )
     parser.add_argument(
+        "--ablation",
+        action="store_true",
+        help="which counters each judged decision needs: each counter group left out in turn",
+    )
+    parser.add_argument(
         "--summary",
         action="store_true",
         help="one line per corpus, half and --inputs set (right, Brier, P >= 0.95 right)",
@@ -367,6 +430,9 @@ def main() -> None:
         return
     if args.summary:
         summary(corpora, temperature)
+        return
+    if args.ablation:
+        ablation(corpora)
         return
     drop = tuple(c for c in args.drop.split(",") if c) + INPUTS[args.inputs]
     for path, every, all_labels in corpora:
