@@ -43,8 +43,7 @@ counters each judged decision needs (each group of :data:`GROUPS` left out in tu
 
 Run: .venv/bin/python benchmarks/bottleneck_accuracy.py [--half tune|held-out|both] [--fit]
      [--sweep] [--list] [--summary] [--ablation] [--inputs all|cgroup|no-cpu-pressure]
-     [--temperature T]
-     [--drop COUNTER,...] [--corpus DIR ...]
+     [--temperature T] [--drop COUNTER,...] [--zero COUNTER,...] [--corpus DIR ...]
 """
 
 from __future__ import annotations
@@ -411,6 +410,12 @@ def main() -> None:
         help="one line per corpus, half and --inputs set (right, Brier, P >= 0.95 right)",
     )
     parser.add_argument(
+        "--zero",
+        default="",
+        help="comma-separated collector counters set to 0 in every recording (a kernel that "
+        "counts nothing there: issue 20's memcg thrash had its cgroup's refaults at 0)",
+    )
+    parser.add_argument(
         "--temperature", type=float, help="likelihood temperature (default: the detector's)"
     )
     parser.add_argument(
@@ -422,6 +427,9 @@ def main() -> None:
     args = parser.parse_args()
     chosen = args.corpus or list(CORPORA.values())
     corpora = [(path, *load_corpus(path)) for path in chosen if (path / "labels.csv").exists()]
+    zero = [c for c in args.zero.split(",") if c]
+    for _, frame, _ in corpora:
+        frame.loc[frame["counter"].isin(zero), "value"] = 0.0
     temperature = args.temperature
     if args.fit:
         temperature = fit_temperature([(frame, labels) for _, frame, labels in corpora])
