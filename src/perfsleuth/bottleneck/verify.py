@@ -127,6 +127,7 @@ def known_workload(model: Model, result: JobResult) -> tuple[dict[str, float], d
     job = result.job
     values: dict[str, float] = {
         "app_cpu": result.usr,
+        "app_sys": 0.0,  # a fio job's kernel time is its I/O's
         "seq_read_bw": 0.0,
         "seq_write_bw": 0.0,
         "rand_read_rate": 0.0,

@@ -131,6 +131,7 @@ class Measurement:
         """The run as workload parameters and inputs of the Linux model (nothing else ran)."""
         values = {
             "app_cpu": self.usr,
+            "app_sys": 0.0,  # its kernel time is its I/O's: what the run measures
             "seq_read_bw": 0.0,
             "seq_write_bw": 0.0,
             "rand_read_rate": 0.0,
