@@ -252,9 +252,9 @@ def _stages_of_one_call(path: str) -> None:
     import pandas
 
     mark("import pandas (rest)")
-    import perfsleuth.run
+    import perfsleuth.pipeline
 
-    mark("import perfsleuth.run (rest)")
+    mark("import perfsleuth.pipeline (rest)")
     from perfsleuth.bottleneck import detector
 
     mark("import the bottleneck detector and kernels")
@@ -285,7 +285,7 @@ def _stages_of_one_call(path: str) -> None:
     wrap(files, "read_table", "read the file")
     wrap(files, "normalise", "validate the frame (normalise)")
     wrap(detector.BottleneckDetector, "analyse", "the bottleneck analysis")
-    wrap(perfsleuth.run, "incidents_of", "incidents")
+    wrap(perfsleuth.pipeline, "incidents_of", "incidents")
     wrap(command, "emit", "print the JSON")
     with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
         cli.main(["--format", "json", "bottleneck", "infer", path])

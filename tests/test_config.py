@@ -184,7 +184,7 @@ def test_every_toml_loader_refuses_bad_text_in_one_line(
 def test_topology_joins_a_service_named_twice_and_bad_entries_name_their_line(
     tmp_path: Path,
 ) -> None:
-    from perfsleuth.run import plan_from_config
+    from perfsleuth.pipeline import plan_from_config
 
     good = tmp_path / "good.toml"
     good.write_text(

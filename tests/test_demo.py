@@ -12,8 +12,8 @@ import pytest
 from perfsleuth.demo import demo_data, run_demo
 from perfsleuth.findings import Kind
 from perfsleuth.frames import coverage_of
+from perfsleuth.pipeline import RunResult
 from perfsleuth.report.common import FAMILIES, family_of
-from perfsleuth.run import RunResult
 from perfsleuth.store import Store
 from tests.support.chromium import body_tag, browse
 from tests.test_report import figures

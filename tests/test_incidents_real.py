@@ -10,7 +10,7 @@ import pytest
 
 from perfsleuth.config import load_config
 from perfsleuth.findings import Kind
-from perfsleuth.run import RunResult, plan_from_config, run
+from perfsleuth.pipeline import RunResult, plan_from_config, run
 
 RECORDING = Path(__file__).parent / "data" / "incidents" / "pgbench_release"
 

@@ -21,12 +21,12 @@ _EXPORTS = {
     "SegmentDetector": "perfsleuth.segments.detector",
     "ProcessDetector": "perfsleuth.processes.detector",
     "BottleneckDetector": "perfsleuth.bottleneck.detector",
-    "diagnose": "perfsleuth.run",
-    "run": "perfsleuth.run",
-    "Plan": "perfsleuth.run",
-    "Input": "perfsleuth.run",
-    "Step": "perfsleuth.run",
-    "Outputs": "perfsleuth.run",
+    "diagnose": "perfsleuth.pipeline",
+    "run": "perfsleuth.pipeline",
+    "Plan": "perfsleuth.pipeline",
+    "Input": "perfsleuth.pipeline",
+    "Step": "perfsleuth.pipeline",
+    "Outputs": "perfsleuth.pipeline",
     "Finding": "perfsleuth.findings",
     "Evidence": "perfsleuth.findings",
     "Kind": "perfsleuth.findings",
@@ -70,8 +70,8 @@ if TYPE_CHECKING:
     from perfsleuth.errors import PerfsleuthError
     from perfsleuth.findings import Evidence, Finding, Kind, Severity
     from perfsleuth.frames import normalise
+    from perfsleuth.pipeline import Input, Outputs, Plan, Step, diagnose, run
     from perfsleuth.processes.detector import ProcessDetector
-    from perfsleuth.run import Input, Outputs, Plan, Step, diagnose, run
     from perfsleuth.segments.detector import SegmentDetector
     from perfsleuth.sources.files import read_frame
     from perfsleuth.store import Store

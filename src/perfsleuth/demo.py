@@ -1,8 +1,8 @@
 """``perfsleuth demo``: every detector family on seeded data, end to end.
 
 Nothing touches the network: data come from :mod:`perfsleuth.datasets`, go through the same
-frame validation, run path (:mod:`perfsleuth.run`), store, report and JSON-lines output that real
-data do. The five
+frame validation, run path (:mod:`perfsleuth.pipeline`), store, report and JSON-lines output
+that real data do. The five
 families share one calendar (2024-05-01 to 2024-05-04 UTC), so the report's timeline reads as
 the story of one estate:
 
@@ -41,7 +41,7 @@ import pandas as pd
 from perfsleuth.datasets import simulate_mm1, transaction_scenario
 from perfsleuth.frames import normalise
 from perfsleuth.incidents import Topology
-from perfsleuth.run import Input, Outputs, Plan, RunResult, Step, run
+from perfsleuth.pipeline import Input, Outputs, Plan, RunResult, Step, run
 
 if TYPE_CHECKING:
     from perfsleuth.processes.rules import ProcessRules

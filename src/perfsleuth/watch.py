@@ -40,7 +40,7 @@ from perfsleuth.durations import format_duration
 from perfsleuth.errors import ConfigError, PerfsleuthError, SourceError
 from perfsleuth.families import family_of
 from perfsleuth.findings import Finding, ordered, read_jsonl, write_jsonl
-from perfsleuth.run import Plan, analyse_steps, keep_frames, plan_from_config, read_inputs
+from perfsleuth.pipeline import Plan, analyse_steps, keep_frames, plan_from_config, read_inputs
 from perfsleuth.sources.load import Loaded
 from perfsleuth.store import Store
 
@@ -143,7 +143,7 @@ class Watcher:
         Called with one-line messages about outages and recoveries (also logged).
     load
         Reads the sources (tests pass a stand-in); default: the plan's inputs
-        (:func:`perfsleuth.run.read_inputs`).
+        (:func:`perfsleuth.pipeline.read_inputs`).
     sleep
         ``sleep(seconds) -> stopped``; default waits on the stop event.
     clock

@@ -11,7 +11,7 @@ import pytest
 from perfsleuth.cli import main
 from perfsleuth.config import Config, load_config
 from perfsleuth.findings import read_jsonl
-from perfsleuth.run import Outputs, RunResult, plan_from_config, run
+from perfsleuth.pipeline import Outputs, RunResult, plan_from_config, run
 from perfsleuth.store import Store
 from tests.run.conftest import DataFiles
 

@@ -11,7 +11,7 @@ import pytest
 from perfsleuth.cli import main
 from perfsleuth.config import load_config
 from perfsleuth.errors import ConfigError
-from perfsleuth.run import Input, Outputs, Plan, run
+from perfsleuth.pipeline import Input, Outputs, Plan, run
 from perfsleuth.sources.specs import FileSource
 
 

@@ -1,7 +1,7 @@
 """``perfsleuth bottleneck …``, ``perfsleuth calibrate`` and ``perfsleuth verify``.
 
 Only Typer is imported at module level; the work happens inside the commands (``--help`` stays
-fast). ``infer`` is a one-family plan (:mod:`perfsleuth.run`); the others are the family's
+fast). ``infer`` is a one-family plan (:mod:`perfsleuth.pipeline`); the others are the family's
 tools: simulated counters, a model check, calibration and verification (this machine's
 counters come from ``perfsleuth collect``).
 """
@@ -127,7 +127,7 @@ def infer_command(
 ) -> None:
     """Which resource limits the workload? Infer it from COUNTERS (and advise upgrades)."""
     from perfsleuth.families import create
-    from perfsleuth.run import Input, Outputs, Plan, Step
+    from perfsleuth.pipeline import Input, Outputs, Plan, Step
 
     goal, factor = _target(target)
     messy = Messy(missing, disorder, duplicates, time_unit, tz, since, until)

@@ -103,7 +103,7 @@ def changepoints_command(
 ) -> None:
     """When did the mean of each series change? (Berry & Hellerstein, FPA significance tests)"""
     from perfsleuth.families import create
-    from perfsleuth.run import Input, Outputs, Plan, Step
+    from perfsleuth.pipeline import Input, Outputs, Plan, Step
 
     chosen = {
         "min_size": min_size,

@@ -12,7 +12,7 @@
 * **data in** — ``collect`` (this machine) and ``import`` (sar, pidstat, perfmon);
 * **configuration** — ``config check|schema``.
 
-Every command that analyses data builds a plan and runs it through :mod:`perfsleuth.run`, the
+Every command that analyses data builds a plan and runs it through :mod:`perfsleuth.pipeline`, the
 path ``analyze`` takes; ``--store`` and ``--report`` mean the same everywhere. Results go to
 stdout, logs to stderr. Exit codes: 0 when no finding is at or above ``--fail-on``, 1 when one
 is, 2 for usage, configuration and data errors. Heavy libraries are imported inside commands so

@@ -1,7 +1,7 @@
 """What every command shares: the global options, printing findings, and running a plan.
 
 Results go to stdout (``--format table|json|jsonl``), everything for people to stderr. Every
-command that analyses data builds a :class:`~perfsleuth.run.Plan` and hands it to
+command that analyses data builds a :class:`~perfsleuth.pipeline.Plan` and hands it to
 :func:`execute`, which runs it, says what was read and written, and prints the findings.
 Only Typer is imported at module level: ``perfsleuth --help`` stays fast.
 """
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from perfsleuth.findings import Finding
     from perfsleuth.incidents import Incident
     from perfsleuth.notify.settings import NotifySettings
-    from perfsleuth.run import Plan, RunResult
+    from perfsleuth.pipeline import Plan, RunResult
 
 __all__ = [
     "FailOn",
@@ -157,7 +157,7 @@ def execute(plan: Plan, *, now: datetime | None = None, quiet: bool = False) -> 
     ``now`` is the time of the run (notification repeats); ``quiet`` leaves out the readers'
     own accounts of what they read (files, lines, types).
     """
-    from perfsleuth.run import run
+    from perfsleuth.pipeline import run
 
     result = run(plan, now=now)
     for info in result.loaded.sources:

@@ -92,7 +92,7 @@ def analyze_command(
     import dataclasses
 
     from perfsleuth.config import load_config
-    from perfsleuth.run import Outputs, plan_from_config
+    from perfsleuth.pipeline import Outputs, plan_from_config
 
     plan = plan_from_config(
         load_config(config), base=config.resolve().parent, command=f"perfsleuth analyze {config}"
@@ -241,7 +241,7 @@ def detect_command(
 ) -> None:
     """Validate FILES (one frame contract), run every family that reads it, print findings."""
     from perfsleuth.families import FAMILIES, create
-    from perfsleuth.run import Input, Outputs, Plan, Step
+    from perfsleuth.pipeline import Input, Outputs, Plan, Step
 
     chosen = family or [f.name for f in FAMILIES if f.contract == contract.value]
     detectors = [create(name, source="--family") for name in chosen]
@@ -276,8 +276,8 @@ def report_command(
     """Write the HTML report of stored findings (or of a findings.jsonl file)."""
     from perfsleuth.errors import ConfigError, SourceError
     from perfsleuth.findings import read_jsonl
+    from perfsleuth.pipeline import same_file
     from perfsleuth.report import write_html
-    from perfsleuth.run import same_file
 
     read = ("findings file", findings_file) if findings_file is not None else ("store", store)
     if same_file(out, read[1]):

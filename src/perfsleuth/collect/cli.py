@@ -206,7 +206,7 @@ def import_command(
     """
     import json
 
-    from perfsleuth.run import Input, Outputs, Plan, run
+    from perfsleuth.pipeline import Input, Outputs, Plan, run
     from perfsleuth.sources.perfmon import has_processes
     from perfsleuth.sources.specs import Source
 

@@ -96,10 +96,10 @@ def scan_command(
     Says on stderr what each check could see (periods available against periods needed), so
     "No findings." also says whether anything could have been found.
     """
+    from perfsleuth.pipeline import Input, Outputs, Plan, Step
     from perfsleuth.processes.checks import CHECKS
     from perfsleuth.processes.detector import ProcessAnalysis, ProcessDetector
     from perfsleuth.processes.rules import load_rules
-    from perfsleuth.run import Input, Outputs, Plan, Step
 
     chosen = {c.value for c in check or Check}
     detector = ProcessDetector(

@@ -71,7 +71,7 @@ def segments_command(
 ) -> None:
     """Explain CPU by the transactions; report anomalies, workload and application changes."""
     from perfsleuth.families import create
-    from perfsleuth.run import Input, Outputs, Plan, Step
+    from perfsleuth.pipeline import Input, Outputs, Plan, Step
 
     spec = workload_source(
         files,

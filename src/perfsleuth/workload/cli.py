@@ -83,7 +83,7 @@ def workload_command(
     et al.; needs cpu_util: a frame source or --cpu).
     """
     from perfsleuth.families import create
-    from perfsleuth.run import Input, Outputs, Plan, Step
+    from perfsleuth.pipeline import Input, Outputs, Plan, Step
 
     spec = workload_source(
         files,
