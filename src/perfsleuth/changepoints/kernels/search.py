@@ -1164,6 +1164,8 @@ class _Practical:
             self.test, FPATest
         ) else self.test  # fmt: skip
         pl = _prefix(centred)
+        # prefix sums on the series' own scale, for its lag-1 autocorrelation (see ``tested``)
+        own_sums = (pl, _prefix(centred * centred), _prefix(centred[1:] * centred[:-1]))
         offset = level.mean(axis=0)  # centred + offset = level
         log_n = math.log(max(n, 2))
 
@@ -1208,10 +1210,18 @@ class _Practical:
             with it the critical value, until no edge is significant: a run queue that
             steps up and down every 30 of 150 readings has lag-1 autocorrelation .94 while
             its noise has φ = .28 (+ .49); tested at .65 its four steps are found, none
-            before."""
+            before.
+
+            The null estimate is the larger of the lag-1 autocorrelations on the scale T is
+            judged on (skewness out) and on the series' own: the transform of skewed,
+            nonlinearly dependent noise lowers the lag-1 autocorrelation more than the
+            persistence (M/M/1 response times at ρ = .8: .88 transformed, .96 untransformed,
+            and a false change in .18 of 1,000-point series tested at the lower), while
+            spikes lower it on the series' own scale."""
             key = (a, i, b)
             if key not in tests:
                 t, phi_null = paper_statistic(sums, a, i, b)
+                phi_null = max(phi_null, paper_statistic(own_sums, a, i, b)[1])
                 phi = min(phi_null, phi_cap)
                 verdict = self.test.assess(
                     t, n=b - a, phi=phi, alpha=self._level_alpha(b - a), dims=dims, min_size=m
