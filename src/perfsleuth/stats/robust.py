@@ -39,6 +39,7 @@ __all__ = [
     "difference_phi",
     "implied_phi",
     "long_run_scale",
+    "persistence",
     "remove_cycle",
     "robust_scale",
     "within_slope",
@@ -261,7 +262,7 @@ def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
     n = x.size
     if n < 2:
         return 0.0, 0.0
-    top = min(n // 16, math.ceil(2 * math.sqrt(n))) if max_block is None else max_block
+    top = _longest_block(n, max_block)
     # A correlation length 1/(1 − φ) beyond the longest block measured (and 16) cannot be told
     # from level shifts in this series, and φ near 1 would multiply the scale by up to 100.
     d = np.diff(x)
@@ -275,6 +276,18 @@ def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
             scale = max(scale, _block_scale(c, block))
             block *= 2
     return phi, scale
+
+
+def persistence(x: FloatArray, *, max_block: int | None = None) -> float:
+    """The AR(1) φ of :func:`long_run_scale` alone (from first differences, capped as it
+    caps it), without the cost of its blocks."""
+    top = _longest_block(x.size, max_block)
+    return min(difference_phi(x), 1.0 - 1.0 / max(top, _LONGEST_MEMORY))
+
+
+def _longest_block(n: int, max_block: int | None) -> int:
+    """The longest block :func:`long_run_scale` measures (default ``min(n/16, 2√n)``)."""
+    return min(n // 16, math.ceil(2 * math.sqrt(n))) if max_block is None else max_block
 
 
 def implied_phi(x: FloatArray, scale: float) -> float:

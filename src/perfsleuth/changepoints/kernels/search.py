@@ -1282,9 +1282,15 @@ class _Practical:
             noise = [_long_run_scale(resid[:, j], floors[j], top) for j in range(self.dims)]
             short_range = False
             # the most persistence the noise shows the test (see ``tested``): its φ at short
-            # range with two standard errors, or the φ its long-run scale implies
+            # range with two standard errors, on the symmetrised scale or the series' own (as
+            # the null estimate), or the φ its long-run scale implies
+            own = centred - _segment_means(centred, points)
             phi_cap = max(
-                max(phi for phi, _ in noise) + _PHI_CAP_SE * 3.0 / math.sqrt(n),
+                *(phi for phi, _ in noise),
+                *(robust_mod.persistence(own[:, j], max_block=top) for j in range(self.dims)),
+            ) + _PHI_CAP_SE * 3.0 / math.sqrt(n)
+            phi_cap = max(
+                phi_cap,
                 *(robust_mod.implied_phi(resid[:, j], noise[j][1]) for j in range(self.dims)),
             )
             z = sym / np.array([s for _, s in noise])  # unit long-run variance
