@@ -54,28 +54,15 @@ def test_fpa_false_positive_rate_on_mm1_near_alpha(bh: ModuleType) -> None:
     assert 0.017 <= rate["fpa", "response"].p <= 0.083
 
 
-_LONG_RANGE = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "measured .098 at N=100 and .177 at N=1000, rho=.8 (400 series, 2026-11-25, "
-        "docs/changepoints.md; .090 and .155 before the noise was first measured at short "
-        "range): M/M/1 response times at rho=.8 stay correlated far beyond lag 1 (lag 50 still "
-        ".27) and a busy period looks like a bump; the long-run noise scale from blocks up to "
-        "min(n/16, 2 sqrt n) observations underestimates it, so the penalty and effect floor in "
-        "its units are too low"
-    ),
-)
-
-
 @pytest.mark.parametrize(
     ("n", "rho"),
     [
         (100, 0.2),
         (100, 0.5),
-        pytest.param(100, 0.8, marks=_LONG_RANGE),
+        (100, 0.8),
         (1000, 0.2),
         (1000, 0.5),
-        pytest.param(1000, 0.8, marks=_LONG_RANGE),
+        (1000, 0.8),
     ],
 )
 def test_default_false_positive_rate_on_mm1(bh: ModuleType, n: int, rho: float) -> None:
@@ -83,11 +70,11 @@ def test_default_false_positive_rate_on_mm1(bh: ModuleType, n: int, rho: float) 
     judged between its neighbours by the FPA test with its segment's null φ, practical floors
     and penalty, Yeo–Johnson transform against skewness) on M/M/1 response times with no change.
 
-    Measured with the script's seeds (400 series per cell, ``docs/changepoints.md``): N = 100:
-    .050 and .098 for ρ = .5, .8; N = 1000: .045 and .177 — the ρ = .8 cells are expected
-    failures (before the noise was first measured at short range: .003, .052, .090 for ρ = .2,
-    .5, .8 at N = 100 and 0, .020, .155 at N = 1000; the default search before that: .040,
-    .048, .072 and .015, .080, .223, the last also an expected failure). The bound is α + 3
+    Measured with the script's seeds (400 series per cell, ``docs/changepoints.md``): ρ = .8
+    gives .052 at N = 100 and .092 at N = 1000 since the test's null φ is the larger of the
+    segment's lag-1 autocorrelations on the symmetrised scale and the series' own (before:
+    .098 and .177, expected failures: the transform lowers the lag-1 autocorrelation of M/M/1
+    response times more than their persistence, .88 against .96). The bound is α + 3
     binomial SE (.083), and the issue's bar (.10) at N = 1000, ρ = .8.
     """
     rate = bh.false_positives(n, rho, 400, methods=("defaults",), metrics=("response",))
