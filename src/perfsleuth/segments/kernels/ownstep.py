@@ -23,6 +23,14 @@ split of the windows where its own latency steps the most (exactly, all splits a
 placed again on the windows near it), and tests it on block means (``block`` consecutive
 windows, so that slow drifts count as noise): its t statistic, how far it moved, and whether
 it lasts (the later half of the windows after it still moved at least half as far).
+
+A type need not follow the common stretch one for one: a transaction that is mostly round
+trips between client and server waits more per unit of the host's contention than one that
+is mostly its own CPU, so in a phase of heavy contention its own latency rises with the
+stretch and looks like a step. The step is therefore fitted together with the type's own
+**sensitivity** to the stretch its yardstick predicts for it (``g_t + h_t·(a_i − ā)``; one
+coefficient per type and searched stretch): a change of code steps the type's own latency
+whatever the contention, contention moves it in proportion.
 :func:`step_at` tests every type at a given split. :func:`step_bar` is the t a step must
 reach when the split is searched for (the supremum of a Brownian bridge, Bonferroni over the
 types).
@@ -88,6 +96,19 @@ def own_latency(
     type's own transactions and the yardstick's fit both count; 0 where NaN). See the module
     docstring. The types
     ``exclude`` (known to have changed) are no yardstick for the others."""
+    own, weight, _ = _own_parts(latency, counts, names, block, exclude)
+    return own, weight
+
+
+def _own_parts(
+    latency: ArrayLike,
+    counts: ArrayLike,
+    names: Sequence[str],
+    block: int,
+    exclude: Sequence[str] = (),
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """:func:`own_latency`, and per type the common stretch ``g_t`` its yardstick saw (0
+    where the type's own latency is NaN)."""
     log_r, w = _log_latency(latency, counts, names)
     unknown = sorted(set(exclude) - set(names))
     if unknown:
@@ -98,6 +119,7 @@ def own_latency(
     m, k = log_r.shape
     own = np.full((m, k), np.nan)
     weight = np.zeros((m, k))
+    stretch = np.zeros((m, k))
     x = level - _mean_level(level, w)
     for j in range(k):
         others = yardstick.copy()
@@ -105,10 +127,11 @@ def own_latency(
         g, h, variance = _window_fit(log_r - level, others, x, block, at=float(x[j]))
         ok = (w[:, j] > 0) & (others.sum(axis=1) > 0)
         own[ok, j] = log_r[ok, j] - level[j] - (g[ok] + h[ok] * x[j])
+        stretch[ok, j] = g[ok] + h[ok] * x[j]
         # the type's own mean and the yardstick's fit are both noisy: weigh by the inverse
         # of their variances added (in transactions' worth)
         weight[ok, j] = 1.0 / (1.0 / w[ok, j] + variance[ok])
-    return own, weight
+    return own, weight, stretch
 
 
 def own_steps(
@@ -126,14 +149,16 @@ def own_steps(
     r = np.asarray(latency, dtype=np.float64)
     n = np.asarray(counts, dtype=np.float64)
     part = np.asarray(rows, dtype=np.intp).reshape(-1)
-    own, weight = own_latency(r[part], n[part], names=names, block=max(1, block // 2))
+    own, weight, stretch = _own_parts(r[part], n[part], names, max(1, block // 2))
     out = []
     for j, name in enumerate(names):
         value, mass = np.nan_to_num(own[:, j]), weight[:, j]
         if (mass > 0).sum() < 2 * least:
             continue
-        x = _placed(value, mass, _best_step(value, mass, least), least, block)
-        tested = _step_test(value, mass, x, block)
+        common = stretch[:, j]
+        searched = _partialled(value, mass, common)
+        x = _placed(searched, mass, _best_step(searched, mass, least), least, block)
+        tested = _step_test(value, mass, x, block, common)
         if tested is not None:
             out.append(OwnStep(str(name), x, *tested))
     return tuple(sorted(out, key=lambda s: -s.score))
@@ -155,15 +180,14 @@ def step_at(
     r = np.asarray(latency, dtype=np.float64)
     n = np.asarray(counts, dtype=np.float64)
     part = np.asarray(rows, dtype=np.intp).reshape(-1)
-    own, weight = own_latency(
-        r[part], n[part], names=names, block=max(1, block // 2), exclude=exclude
-    )
+    own, weight, stretch = _own_parts(r[part], n[part], names, max(1, block // 2), exclude)
     out = []
     for j, name in enumerate(names):
         mass = weight[:, j]
         if not (mass[:split] > 0).any() or not (mass[split:] > 0).any():
             continue
-        tested = _step_test(np.nan_to_num(own[:, j]), mass, split, block)
+        common = stretch[:, j]
+        tested = _step_test(np.nan_to_num(own[:, j]), mass, split, block, common)
         if tested is not None:
             out.append(OwnStep(str(name), split, *tested))
     return tuple(sorted(out, key=lambda s: -s.score))
@@ -286,12 +310,26 @@ def _placed(value: FloatArray, weight: FloatArray, x: int, least: int, block: in
     return lo + _best_step(value[local], weight[local], least)
 
 
+def _partialled(value: FloatArray, weight: FloatArray, common: FloatArray) -> FloatArray:
+    """``value`` less its weighted least-squares fit on ``common`` (with a constant): what
+    the search for the split looks at."""
+    total = float(weight.sum())
+    cm, vm = float(weight @ common) / total, float(weight @ value) / total
+    spread = float(weight @ (common - cm) ** 2)
+    if spread <= 0:
+        return value
+    beta = float(weight @ ((common - cm) * (value - vm))) / spread
+    out: FloatArray = value - beta * (common - cm)
+    return out
+
+
 def _step_test(
-    value: FloatArray, weight: FloatArray, x: int, block: int
+    value: FloatArray, weight: FloatArray, x: int, block: int, common: FloatArray
 ) -> tuple[float, float, int, bool] | None:
     """The step at ``x`` refitted on block means with a second step halfway through the windows
-    after it: (the step, its t, degrees of freedom, whether the later half keeps at least half
-    of it). None with too few blocks to tell."""
+    after it and the type's own sensitivity to the ``common`` stretch: (the step, its t,
+    degrees of freedom, whether the later half keeps at least half of it). None with too few
+    blocks to tell."""
     n = len(value)
     size = max(int(block), 1)
     starts = np.arange(0, n, size)
@@ -307,10 +345,22 @@ def _step_test(
         return out
 
     after, later = (index >= x).astype(np.float64), (index >= half).astype(np.float64)
-    design = np.column_stack([np.ones(int(used.sum())), mean_of(after), mean_of(later)])
-    y = mean_of(value)
+    design = np.column_stack(
+        [np.ones(int(used.sum())), mean_of(after), mean_of(common), mean_of(later)]
+    )
     root = np.sqrt(mass[used] / mass[used].mean())
-    xs, ys = design * root[:, None], y * root
+    fit = _wls(design * root[:, None], mean_of(value) * root)
+    if fit is None:
+        return None
+    (first, se, dof), second = fit
+    score = first / se if se > 0 else math.copysign(math.inf, first) if first else 0.0
+    lasting = (first + second) * first > 0 and abs(first + second) >= 0.5 * abs(first)
+    return first, score, dof, lasting
+
+
+def _wls(xs: FloatArray, ys: FloatArray) -> tuple[tuple[float, float, int], float] | None:
+    """Least squares of ``ys`` on ``xs``: (the second column's coefficient, its standard
+    error, degrees of freedom) and the last column's coefficient; None without dof."""
     coef, *_ = np.linalg.lstsq(xs, ys, rcond=None)
     residual = ys - xs @ coef
     dof = len(ys) - int(np.linalg.matrix_rank(xs))
@@ -318,8 +368,5 @@ def _step_test(
         return None
     sigma2 = float(residual @ residual) / dof
     cov = sigma2 * np.linalg.pinv(xs.T @ xs)
-    first, second = float(coef[1]), float(coef[2])
     se = math.sqrt(max(float(cov[1, 1]), 0.0))
-    score = first / se if se > 0 else math.copysign(math.inf, first) if first else 0.0
-    lasting = (first + second) * first > 0 and abs(first + second) >= 0.5 * abs(first)
-    return first, score, dof, lasting
+    return (float(coef[1]), se, dof), float(coef[-1])
