@@ -456,6 +456,18 @@ class SegmentDetector(DetectorMixin):
                 verdicts[i] = [self._excess(data, rows, models[j]) for j in near]  # type: ignore[arg-type]
             fires, excess, z = _agree(verdicts[i], self.threshold, self.allowed_error)
             anomalous = fires if is_short[i] else long_anomaly[i]
+            if is_short[i] and fires:
+                # next to an anomaly, a short piece is where its edge may lie: its tail (an
+                # excess nearer the anomaly's than none) or normal windows the linear model
+                # misses between mixes (nearer none)
+                beside = [
+                    _agree(verdicts[j], self.threshold, self.allowed_error)[1]
+                    for j in (i - 1, i + 1)
+                    if 0 <= j < len(spans) and long_anomaly[j]
+                ]
+                anomalous = not beside or any(
+                    excess * e > 0 and 2 * abs(excess) >= abs(e) for e in beside
+                )
             rules = [
                 name
                 for name, on in (
@@ -927,12 +939,13 @@ class SegmentDetector(DetectorMixin):
                 # otherwise mask each other (each inflates the noise the other is judged by).
                 core = np.arange(a + most, b) if side == "left" else np.arange(a, b - most)
                 fixed = data.model(core, self.alpha) if len(core) >= len(data.types) + 2 else None
+                gap = np.arange(floor, a) if side == "left" else np.arange(b, ceiling)
                 peeled = 0
                 while touches and peeled < most and b - a > most:
                     edge = a if side == "left" else b - 1
                     rest = np.arange(a + 1, b) if side == "left" else np.arange(a, b - 1)
                     model = fixed if fixed is not None else data.model(rest, self.alpha)
-                    if not self._outlier(data, edge, model):
+                    if not self._outlier(data, edge, model) or not _nearer(data, edge, gap, model):
                         break
                     a, b = (a + 1, b) if side == "left" else (a, b - 1)
                     peeled += 1
@@ -1064,6 +1077,18 @@ def _lstsq_sse(data: Windows, rows: NDArray[np.intp]) -> float:
     return float(residual @ residual)
 
 
+def _nearer(data: Windows, i: int, gap: NDArray[np.intp], model: CpuModel) -> bool:
+    """Whether window ``i``'s excess over ``model`` is nearer the anomaly's ``gap`` (its mean
+    excess, the same way) than none: the edge between them lies where the one explains the
+    data better than the other."""
+    if len(gap) == 0:
+        return True
+    rows = np.append(gap, i)
+    excess = data.cpu[rows] - model.predict(data.counts[rows], data.width[rows])
+    level = float(np.nanmean(excess[:-1]))
+    return bool(excess[-1] * level > 0 and 2 * abs(excess[-1]) >= abs(level))
+
+
 def _neighbours(reference: list[bool], i: int) -> list[int]:
     """The nearest reference piece before ``i`` and after it (those that exist)."""
     out = []
@@ -1103,7 +1128,9 @@ def _absorb(
     det: SegmentDetector,
 ) -> list[Piece]:
     """Short pieces that are not anomalous join the neighbouring reference piece that explains
-    them best (they are windows that fell between regimes, not periods of their own)."""
+    them best (they are windows that fell between regimes, not periods of their own); not one
+    across an anomaly (normal windows are not bridged into it): with none on their side they
+    stand as a normal period of their own."""
     out = list(pieces)
     for i, piece in enumerate(pieces):
         if piece.label != "normal" or not short[i]:
@@ -1111,6 +1138,9 @@ def _absorb(
         rows = np.arange(piece.start, piece.stop)
         best, best_z = -1, math.inf
         for j in _neighbours(reference, i):
+            between = range(min(i, j) + 1, max(i, j))
+            if any(pieces[t].label == "anomaly" for t in between):
+                continue
             model = pieces[j].model
             if model is None:
                 continue
