@@ -15,12 +15,21 @@ SERVICE = np.array([0.002, 0.004, 0.005, 0.009, 0.040])  # seconds, cheapest fir
 
 
 def busy_host(
-    seed: int, *, m: int = 300, changed: tuple[str, ...] = (), at: int = 200, factor: float = 2.0
+    seed: int,
+    *,
+    m: int = 300,
+    changed: tuple[str, ...] = (),
+    at: int = 200,
+    factor: float = 2.0,
+    sensitivity: dict[str, float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean latency and counts per window on a host whose conditions move every type together:
     a stretch and a tilt redrawn every 30 windows (co-tenants come and go), a new mix every
-    45 windows, and per-window noise that shrinks with the transactions. From window ``at``
-    the types ``changed`` do ``factor`` times the work."""
+    45 windows, and per-window noise that shrinks with the transactions. A type's
+    ``sensitivity`` (default 1) multiplies the stretch it feels (a type that is mostly round
+    trips waits more per unit of contention). From window ``at`` the types ``changed`` do
+    ``factor`` times the work."""
+    feel = np.array([(sensitivity or {}).get(name, 1.0) for name in NAMES])
     rng = np.random.default_rng(seed)
     counts = np.zeros((m, len(NAMES)))
     latency = np.zeros((m, len(NAMES)))
@@ -32,7 +41,7 @@ def busy_host(
     for start in range(0, m, 30):
         stretch, tilt = rng.normal(0.0, 0.5), rng.normal(0.0, 0.25)
         block = slice(start, start + 30)
-        latency[block] = np.exp(np.log(SERVICE) + stretch + tilt * level)
+        latency[block] = np.exp(np.log(SERVICE) + stretch * feel + tilt * level)
     work = np.ones((m, len(NAMES)))
     for name in changed:
         work[at:, NAMES.index(name)] = factor
@@ -59,6 +68,25 @@ def test_contention_and_mix_changes_alone_step_no_type(seed: int) -> None:
     for step in steps:
         bar = step_bar(0.05, len(NAMES), 30 / 300, step.dof)
         assert not (step.score >= bar and step.lasting and step.ratio >= 1.1), step
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_type_that_feels_contention_more_does_not_step_with_it(seed: int) -> None:
+    # t1 is mostly round trips: a phase of heavy contention stretches it 1.8 times as much
+    latency, counts = busy_host(seed, sensitivity={"t1": 1.8})
+    steps = own_steps(latency, counts, np.arange(300), names=NAMES, block=20, least=30)
+    for step in steps:
+        bar = step_bar(0.05, len(NAMES), 30 / 300, step.dof)
+        assert not (step.score >= bar and step.lasting and step.ratio >= 1.1), step
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_type_that_feels_contention_more_steps_when_its_code_changes(seed: int) -> None:
+    latency, counts = busy_host(seed, sensitivity={"t1": 1.8}, changed=("t1",), factor=1.5)
+    steps = own_steps(latency, counts, np.arange(300), names=NAMES, block=20, least=30)
+    top = steps[0]
+    assert top.name == "t1" and abs(top.index - 200) <= 2 and top.lasting
+    assert top.score >= step_bar(0.05, len(NAMES), 30 / 300, top.dof)
 
 
 def test_two_types_at_once_both_step_when_neither_is_the_others_yardstick() -> None:
