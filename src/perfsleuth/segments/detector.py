@@ -27,15 +27,20 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    against all the normal segments on that side — an application change near the end of the
    data is not lost in an anomaly). A short segment
    (under ``min_duration`` seconds, or too few windows for a model of its own) is an anomaly
-   when the residual rule fires in either direction; otherwise it joins the neighbour that
-   explains it best. Consecutive anomalous segments form one ``workload_anomaly`` finding.
+   when the residual rule fires in either direction — beside an anomaly, only when its excess
+   is at least half the anomaly's (nearer it than none); otherwise it joins the neighbour
+   that explains it best, never one across an anomaly. An anomaly's edge windows are moved
+   to it only when they are outliers with an excess nearer its own than none (``_refine``).
+   Consecutive anomalous segments form one ``workload_anomaly`` finding.
 4. **finds the application changes** in the normal windows (anomalies left out) by binary
    segmentation of each type's **own latency**
    (:mod:`~perfsleuth.segments.kernels.ownstep`): its latency with the window's common stretch
    and tilt, fitted on the other types, taken out. Load, mix, co-tenants and queueing move
    every type together (a common wait lengthens short transactions relatively more: the
-   tilt); a change of code moves one. A cut is an application change where a type's own
-   latency steps **up** (more work) by at least ``min_change``, beyond
+   tilt; a type that is mostly round trips feels the stretch more than one for one: its own
+   sensitivity, fitted beside its step); a change of code moves one. A cut is an
+   application change where a type's own latency steps **up** (more work) by at least
+   ``min_change``, beyond
    :func:`~perfsleuth.segments.kernels.ownstep.step_bar` (the split searched for, Bonferroni
    over the types, at ``alpha``), and **lasts** (the later half of the windows after it keeps
    half the step); both sides last ``min_duration`` seconds; the largest such step cuts
@@ -1078,15 +1083,21 @@ def _lstsq_sse(data: Windows, rows: NDArray[np.intp]) -> float:
 
 
 def _nearer(data: Windows, i: int, gap: NDArray[np.intp], model: CpuModel) -> bool:
-    """Whether window ``i``'s excess over ``model`` is nearer the anomaly's ``gap`` (its mean
-    excess, the same way) than none: the edge between them lies where the one explains the
-    data better than the other."""
-    if len(gap) == 0:
-        return True
+    """Whether window ``i``'s excess over ``model`` is the anomaly's way and likelier under
+    the anomaly's ``gap`` (normal with its windows' mean and spread of excess) than under
+    ``model`` (no excess, its noise): the edge between them lies where the one explains the
+    data better."""
     rows = np.append(gap, i)
     excess = data.cpu[rows] - model.predict(data.counts[rows], data.width[rows])
-    level = float(np.nanmean(excess[:-1]))
-    return bool(excess[-1] * level > 0 and 2 * abs(excess[-1]) >= abs(level))
+    inside = excess[:-1][np.isfinite(excess[:-1])]
+    if len(inside) < 2 or not (math.isfinite(model.noise) and model.noise > 0):
+        return True
+    level = float(np.mean(inside))
+    if excess[-1] * level <= 0:
+        return False  # off the other way: not the anomaly's excess
+    spread = max(float(np.std(inside, ddof=1)), model.noise)
+    anomalous = norm.logpdf(excess[-1], level, spread)
+    return bool(anomalous >= norm.logpdf(excess[-1], 0.0, model.noise))
 
 
 def _neighbours(reference: list[bool], i: int) -> list[int]:

@@ -82,7 +82,7 @@ def test_a_type_that_feels_contention_more_does_not_step_with_it(seed: int) -> N
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_type_that_feels_contention_more_steps_when_its_code_changes(seed: int) -> None:
-    latency, counts = busy_host(seed, sensitivity={"t1": 1.8}, changed=("t1",), factor=1.5)
+    latency, counts = busy_host(seed, sensitivity={"t1": 1.5}, changed=("t1",), factor=1.5)
     steps = own_steps(latency, counts, np.arange(300), names=NAMES, block=20, least=30)
     top = steps[0]
     assert top.name == "t1" and abs(top.index - 200) <= 2 and top.lasting

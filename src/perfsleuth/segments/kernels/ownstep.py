@@ -57,6 +57,7 @@ FloatArray = NDArray[np.float64]
 
 _RIDGE = 10.0  # transactions' worth of evidence that a window's tilt is 0
 _ITERATIONS = 50
+_SENSITIVITY_SD = 0.25  # prior: a type feels the common stretch 1 ± 0.25 times
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +108,8 @@ def _own_parts(
     block: int,
     exclude: Sequence[str] = (),
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """:func:`own_latency`, and per type the common stretch ``g_t`` its yardstick saw (0
-    where the type's own latency is NaN)."""
+    """:func:`own_latency`, and per type the common stretch its yardstick predicts for it,
+    ``g_t + h_t·(a_i − ā)``, as the windows beside each window saw it (:func:`_beside`)."""
     log_r, w = _log_latency(latency, counts, names)
     unknown = sorted(set(exclude) - set(names))
     if unknown:
@@ -127,7 +128,7 @@ def _own_parts(
         g, h, variance = _window_fit(log_r - level, others, x, block, at=float(x[j]))
         ok = (w[:, j] > 0) & (others.sum(axis=1) > 0)
         own[ok, j] = log_r[ok, j] - level[j] - (g[ok] + h[ok] * x[j])
-        stretch[ok, j] = g[ok] + h[ok] * x[j]
+        stretch[:, j] = _beside(g + h * x[j], others.sum(axis=1) > 0)
         # the type's own mean and the yardstick's fit are both noisy: weigh by the inverse
         # of their variances added (in transactions' worth)
         weight[ok, j] = 1.0 / (1.0 / w[ok, j] + variance[ok])
@@ -142,6 +143,7 @@ def own_steps(
     names: Sequence[str],
     block: int = 10,
     least: int = 5,
+    sensitive: bool = True,
 ) -> tuple[OwnStep, ...]:
     """Per type seen in the windows ``rows`` (time order), the split where its own latency
     steps the most and that step tested (see the module docstring); the most certain upward
@@ -155,7 +157,7 @@ def own_steps(
         value, mass = np.nan_to_num(own[:, j]), weight[:, j]
         if (mass > 0).sum() < 2 * least:
             continue
-        common = stretch[:, j]
+        common = stretch[:, j] if sensitive else np.zeros(len(value))
         searched = _partialled(value, mass, common)
         x = _placed(searched, mass, _best_step(searched, mass, least), least, block)
         tested = _step_test(value, mass, x, block, common)
@@ -310,15 +312,42 @@ def _placed(value: FloatArray, weight: FloatArray, x: int, least: int, block: in
     return lo + _best_step(value[local], weight[local], least)
 
 
-def _partialled(value: FloatArray, weight: FloatArray, common: FloatArray) -> FloatArray:
-    """``value`` less its weighted least-squares fit on ``common`` (with a constant): what
-    the search for the split looks at."""
-    total = float(weight.sum())
-    cm, vm = float(weight @ common) / total, float(weight @ value) / total
-    spread = float(weight @ (common - cm) ** 2)
+def _beside(stretch: FloatArray, seen: NDArray[np.bool_]) -> FloatArray:
+    """Per window, the mean of ``stretch`` in the windows just before and after it (those
+    ``seen``; 0 where neither is). The type's own latency is its latency less the stretch
+    fitted in the same window, so that fit's error is in both with opposite signs: regressed
+    on it, a type would seem to feel the stretch less than it does. The stretch changes over
+    tens of seconds, its fitting error from window to window."""
+    value = np.where(seen, stretch, 0.0)
+    count = seen.astype(np.float64)
+    total = np.zeros_like(value)
+    number = np.zeros_like(value)
+    total[1:] += value[:-1]
+    number[1:] += count[:-1]
+    total[:-1] += value[1:]
+    number[:-1] += count[1:]
+    out: FloatArray = np.where(number > 0, total / np.where(number > 0, number, 1.0), 0.0)
+    return out
+
+
+def _partialled(
+    value: FloatArray, weight: FloatArray, common: FloatArray, on: NDArray[np.bool_] | None = None
+) -> FloatArray:
+    """``value`` less its sensitivity to ``common``: the weighted least-squares slope (with a
+    constant) fitted on the windows ``on`` (all by default), held towards 0 by a normal prior
+    of standard deviation ``_SENSITIVITY_SD``, times ``common`` less its mean there."""
+    mass = weight if on is None else np.where(on, weight, 0.0)
+    total = float(mass.sum())
+    if total <= 0:
+        return value
+    cm, vm = float(mass @ common) / total, float(mass @ value) / total
+    spread = float(mass @ (common - cm) ** 2)
     if spread <= 0:
         return value
-    beta = float(weight @ ((common - cm) * (value - vm))) / spread
+    beta = float(mass @ ((common - cm) * (value - vm))) / spread
+    residual = value - vm - beta * (common - cm)
+    noise = float(mass @ residual**2) / max(int((mass > 0).sum()) - 2, 1)  # at weight 1
+    beta *= spread / (spread + noise / _SENSITIVITY_SD**2)
     out: FloatArray = value - beta * (common - cm)
     return out
 
@@ -327,10 +356,12 @@ def _step_test(
     value: FloatArray, weight: FloatArray, x: int, block: int, common: FloatArray
 ) -> tuple[float, float, int, bool] | None:
     """The step at ``x`` refitted on block means with a second step halfway through the windows
-    after it and the type's own sensitivity to the ``common`` stretch: (the step, its t,
-    degrees of freedom, whether the later half keeps at least half of it). None with too few
-    blocks to tell."""
+    after it, the type's own sensitivity to the ``common`` stretch (learnt before the step:
+    where the stretch itself steps there, as under a hog, the windows after it cannot tell
+    the two apart) taken out first: (the step, its t, degrees of freedom, whether the later
+    half keeps at least half of it). None with too few blocks to tell."""
     n = len(value)
+    value = _partialled(value, weight, common, np.arange(n) < x)
     size = max(int(block), 1)
     starts = np.arange(0, n, size)
     mass = np.add.reduceat(weight, starts)
@@ -345,17 +376,47 @@ def _step_test(
         return out
 
     after, later = (index >= x).astype(np.float64), (index >= half).astype(np.float64)
-    design = np.column_stack(
-        [np.ones(int(used.sum())), mean_of(after), mean_of(common), mean_of(later)]
-    )
-    root = np.sqrt(mass[used] / mass[used].mean())
-    fit = _wls(design * root[:, None], mean_of(value) * root)
+    design = np.column_stack([np.ones(int(used.sum())), mean_of(after), mean_of(later)])
+    y = mean_of(value)
+    root = _block_weights(value, weight, starts, design, y)
+    fit = _wls(design * root[:, None], y * root)
     if fit is None:
         return None
     (first, se, dof), second = fit
     score = first / se if se > 0 else math.copysign(math.inf, first) if first else 0.0
     lasting = (first + second) * first > 0 and abs(first + second) >= 0.5 * abs(first)
     return first, score, dof, lasting
+
+
+def _block_weights(
+    value: FloatArray,
+    weight: FloatArray,
+    starts: NDArray[np.intp],
+    design: FloatArray,
+    y: FloatArray,
+) -> FloatArray:
+    """The square roots of the block means' weights: a block's mean is as good as its
+    transactions only up to the shocks the whole block shares (a burst of contention the
+    yardstick misses), whose variance is estimated by moments — the scatter of the block
+    means about ``design`` beyond what the scatter of their windows (within blocks) implies.
+    Without it, one window of many transactions and one shock outweighs its neighbours."""
+    n = len(value)
+    mass = np.add.reduceat(weight, starts)
+    used = mass > 0
+    means = np.add.reduceat(weight * value, starts) / np.where(used, mass, 1.0)
+    inner = value - np.repeat(means, np.diff(np.append(starts, n)))
+    within = float(weight @ inner**2) / max(int((weight > 0).sum()) - int(used.sum()), 1)
+    m = mass[used]
+    coef, *_ = np.linalg.lstsq(design * np.sqrt(m)[:, None], y * np.sqrt(m), rcond=None)
+    scatter = float(m @ (y - design @ coef) ** 2)
+    dof = len(y) - int(np.linalg.matrix_rank(design))
+    total = float(m.sum())
+    shared = max(0.0, (scatter - dof * within) / (total - float(m @ m) / total))
+    if within <= 0 and shared <= 0:
+        out: FloatArray = np.sqrt(m / m.mean())
+        return out
+    root: FloatArray = 1.0 / np.sqrt(within / m + shared)
+    return root / float(np.sqrt(np.mean(root**2)))
 
 
 def _wls(xs: FloatArray, ys: FloatArray) -> tuple[tuple[float, float, int], float] | None:
