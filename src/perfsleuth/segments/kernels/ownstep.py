@@ -27,10 +27,14 @@ it lasts (the later half of the windows after it still moved at least half as fa
 A type need not follow the common stretch one for one: a transaction that is mostly round
 trips between client and server waits more per unit of the host's contention than one that
 is mostly its own CPU, so in a phase of heavy contention its own latency rises with the
-stretch and looks like a step. The step is therefore fitted together with the type's own
-**sensitivity** to the stretch its yardstick predicts for it (``g_t + h_t·(a_i − ā)``; one
-coefficient per type and searched stretch): a change of code steps the type's own latency
-whatever the contention, contention moves it in proportion.
+stretch and looks like a step. So the type's **sensitivity** to the stretch its yardstick
+predicts for it (``g_t + h_t·(a_i − ā)``, read in the windows beside each window: the same
+window's fitting error is in the own latency with the opposite sign) is taken out first,
+learnt on the windows before the split tested (where a hog starts, the stretch steps with it
+and the windows after cannot tell the two apart) and held towards one for one by a prior
+(``_SENSITIVITY_SD``). The block means are weighed by their transactions and by the shocks a
+whole block shares (:func:`_block_weights`).
+
 :func:`step_at` tests every type at a given split. :func:`step_bar` is the t a step must
 reach when the split is searched for (the supremum of a Brownian bridge, Bonferroni over the
 types).
@@ -143,7 +147,6 @@ def own_steps(
     names: Sequence[str],
     block: int = 10,
     least: int = 5,
-    sensitive: bool = True,
 ) -> tuple[OwnStep, ...]:
     """Per type seen in the windows ``rows`` (time order), the split where its own latency
     steps the most and that step tested (see the module docstring); the most certain upward
@@ -157,7 +160,7 @@ def own_steps(
         value, mass = np.nan_to_num(own[:, j]), weight[:, j]
         if (mass > 0).sum() < 2 * least:
             continue
-        common = stretch[:, j] if sensitive else np.zeros(len(value))
+        common = stretch[:, j]
         searched = _partialled(value, mass, common)
         x = _placed(searched, mass, _best_step(searched, mass, least), least, block)
         tested = _step_test(value, mass, x, block, common)
