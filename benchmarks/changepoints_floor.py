@@ -9,7 +9,12 @@ below the floor), ``eff`` (under ``min_effect`` noise σ), ``cost`` (z² under t
 ``penalty · ln n + ln(n (nl + nr) / (nl nr))``), ``sig`` (not significant); none listed: no
 candidate was judged within reach in the final round. Per series
 also its scale: min, median and the spread (median absolute deviation from the median, × 1.4826)
-of the values, and whether zero is "within reach" (min ≥ 0 and min ≤ ``k`` spreads).
+of the values, and whether zero is "within reach" (min ≥ 0 and min ≤ ``k`` spreads). For point
+annotations also the oracle view: the noise measured about the *annotated* segmentation (raw
+values, no transform or trend removed; ``perfsleuth.stats.robust.long_run_scale``: its φ and
+σ_LR, and the white-noise σ from first differences), and each annotated split's z² on the
+segment between its annotated neighbours in σ_LR and in white units, beside the cost it must
+pay (the modified BIC above).
 
 Run: ``.venv/bin/python benchmarks/changepoints_floor.py --groups short,machine,events,nab
 --half tune``
@@ -18,6 +23,7 @@ Run: ``.venv/bin/python benchmarks/changepoints_floor.py --groups short,machine,
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 from pathlib import Path
@@ -34,12 +40,38 @@ from perfsleuth.changepoints.kernels.search import (
     DEFAULT_MIN_RELATIVE_CHANGE,
     DEFAULT_PENALTY,
 )
+from perfsleuth.stats import robust
 
 
 def _relative(before: tuple[float, ...], after: tuple[float, ...]) -> float:
     b, a = np.asarray(before), np.asarray(after)
     top = np.maximum(np.abs(b), np.abs(a))
     return float(np.max(np.where(top > 0, np.abs(a - b) / np.where(top > 0, top, 1.0), 0.0)))
+
+
+def _cost(n: int, nl: int, nr: int) -> float:
+    return DEFAULT_PENALTY * math.log(n) + math.log(n * (nl + nr) / (nl * nr))
+
+
+def oracle(x: np.ndarray, points: list[int]) -> str:
+    """The noise about the annotated segmentation and each annotated split's z² in it."""
+    n = len(x)
+    cuts = [0, *sorted(t for t in points if 0 < t < n), n]
+    resid = x.copy()
+    for a, b in itertools.pairwise(cuts):
+        resid[a:b] -= x[a:b].mean()
+    phi, long_run = robust.long_run_scale(resid)
+    d = np.diff(resid)
+    white = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
+    white = white or float(np.std(d)) / math.sqrt(2) or 1.0
+    splits = []
+    for a, t, b in zip(cuts[:-2], cuts[1:-1], cuts[2:], strict=True):
+        nl, nr = t - a, b - t
+        z2 = (x[a:t].mean() - x[t:b].mean()) ** 2 * nl * nr / (nl + nr)
+        cost = _cost(n, nl, nr)
+        in_units = f"z²={z2 / long_run**2:.1f} (white {z2 / white**2:.1f})"
+        splits.append(f"{t}: {in_units}, cost {cost:.1f}")
+    return f"oracle φ={phi:.2f} σ_LR/σ_white={long_run / white:.1f}; " + "; ".join(splits)
 
 
 def main() -> None:
@@ -73,6 +105,7 @@ def main() -> None:
         if case.windows is not None:
             targets = [(a, b) for a, b in case.windows]
         else:
+            print("    " + oracle(flat, case.points or []))
             targets = [(t - MARGIN, t + MARGIN) for t in case.points or [] if t > 0]
         for a, b in targets:
             counts["annotated"] += 1
@@ -85,7 +118,7 @@ def main() -> None:
             for r in near:
                 rel = _relative(r.mean_before, r.mean_after)
                 nl, nr = r.index - r.start, r.stop - r.index
-                cost = DEFAULT_PENALTY * math.log(len(x)) + math.log(len(x) * (nl + nr) / (nl * nr))
+                cost = _cost(len(x), nl, nr)
                 fails = [
                     name
                     for name, bad in (
