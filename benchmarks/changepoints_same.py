@@ -1,0 +1,140 @@
+"""Whether two source trees' change-point defaults give the same points, series by series.
+
+Speed work must not move a point unnoticed: this runs ``find_change_points(values)`` (the
+defaults) on every series of ``benchmarks/changepoints_accuracy.py``'s corpora (``--groups``,
+both halves) and on ``benchmarks/changepoints.py``'s ``real_shaped`` series (``--sizes`` ×
+2, 10, 50 shifts, and two-column stacks of them at the smallest size, for the joint search),
+once with another tree's ``src`` first on PYTHONPATH and once with this tree's, each in its own
+process, and prints per series whether the indices are identical, and the largest relative
+difference of the kept points' p-values, effects and statistics (0 when bit-for-bit).
+
+Run: .venv/bin/python benchmarks/changepoints_same.py --compare /work/main/src
+[--groups nab,machine,events,short] [--sizes 10000,100000]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import numpy.typing as npt  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+OWN_SRC = HERE.parent / "src"
+SHIFTS = (2, 10, 50)
+
+
+def series(groups: list[str], sizes: list[int]) -> list[tuple[str, npt.NDArray[np.float64]]]:
+    """(name, values) of every series compared, in a fixed order."""
+    sys.path.insert(0, str(HERE))
+    import changepoints_accuracy as accuracy
+
+    import changepoints as speed
+
+    cases, notes = accuracy.corpus(
+        accuracy.NAB_DEFAULT, accuracy.STRUCCHANGE_DEFAULT, groups, accuracy.MIRROR_DEFAULT
+    )
+    for note in notes:
+        print(note, file=sys.stderr)
+    out = [(f"{c.group}/{c.half}/{c.name}", c.values) for c in cases]
+    for n in sizes:
+        for k in SHIFTS:
+            out.append((f"real_shaped/{n}x{k}", speed.real_shaped(n, k, seed=n + k)[0]))
+    if sizes:
+        n = min(sizes)
+        for k in SHIFTS:
+            a, b = speed.real_shaped(n, k, seed=n + k)[0], speed.real_shaped(n, k, seed=k)[0]
+            out.append((f"real_shaped/{n}x{k} two columns", np.column_stack([a, b])))
+    return out
+
+
+def dump(groups: list[str], sizes: list[int], path: Path) -> None:
+    """Run the defaults on every series with whatever ``perfsleuth`` imports; write JSON."""
+    import perfsleuth
+    from perfsleuth.changepoints.kernels.search import find_change_points
+
+    results: dict[str, object] = {"source": str(Path(perfsleuth.__file__).parent)}
+    cpu = 0.0
+    for name, values in series(groups, sizes):
+        t0 = time.process_time()
+        found = find_change_points(values)
+        cpu += time.process_time() - t0
+        results[name] = {
+            "indices": list(found.indices),
+            "p": [p.p_value for p in found.points],
+            "effect": [p.effect for p in found.points],
+            "statistic": [p.statistic for p in found.points],
+        }
+    results["cpu"] = cpu
+    path.write_text(json.dumps(results))
+
+
+def _gap(a: list[float], b: list[float]) -> float:
+    """Largest relative difference of two equally long lists (inf/NaN equal to themselves)."""
+    worst = 0.0
+    for x, y in zip(a, b, strict=True):
+        if x == y or (math.isnan(x) and math.isnan(y)):
+            continue
+        worst = max(worst, abs(x - y) / max(abs(x), abs(y)))
+    return worst
+
+
+def compare(other: Path, groups: list[str], sizes: list[int]) -> int:
+    runs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, src in (("other", other), ("this", OWN_SRC)):
+            out = Path(tmp) / f"{label}.json"
+            env = {**os.environ, "PYTHONPATH": str(src)}
+            cmd = [sys.executable, __file__, "--dump", str(out)]
+            cmd += ["--groups", ",".join(groups), "--sizes", ",".join(map(str, sizes))]
+            subprocess.run(cmd, check=True, env=env)
+            runs[label] = json.loads(out.read_text())
+    before, after = runs["other"], runs["this"]
+    print(f"other: {before.pop('source')}  ({before.pop('cpu'):.1f} CPU s)")
+    print(f"this:  {after.pop('source')}  ({after.pop('cpu'):.1f} CPU s)")
+    differ = 0
+    for name, old in before.items():
+        new = after[name]
+        same = old["indices"] == new["indices"]
+        differ += not same
+        if same:
+            gaps = [_gap(old[key], new[key]) for key in ("p", "effect", "statistic")]
+            detail = "p {:.1e}, effect {:.1e}, T {:.1e}".format(*gaps)
+        else:
+            detail = f"{len(old['indices'])} → {len(new['indices'])} points"
+        print(f"{'same' if same else 'DIFFERENT'}  {name}  ({detail})")
+    print(f"{len(before) - differ} of {len(before)} series give the same points")
+    return 1 if differ else 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--compare", type=Path, help="the other tree's src directory")
+    parser.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--groups", default="nab,machine,events,short")
+    parser.add_argument("--sizes", default="10000,100000", help="real_shaped lengths")
+    args = parser.parse_args()
+    groups = [g for g in args.groups.split(",") if g]
+    sizes = [int(v) for v in args.sizes.split(",") if v]
+    if args.dump:
+        dump(groups, sizes, args.dump)
+    elif args.compare:
+        raise SystemExit(compare(args.compare, groups, sizes))
+    else:
+        parser.error("give --compare SRC")
+
+
+if __name__ == "__main__":
+    main()
