@@ -108,16 +108,22 @@ def _best_splits(
     dims = prefix.shape[1]
     left = np.arange(min_size, length - min_size + 1, dtype=np.int64)  # left-part sizes
     weight = length / (left * (length - left)).astype(np.float64)
+    share = left / length
     per_chunk = max(1, _CHUNK // (left.size * dims))
+    # one column: the prefix sums at the splits of the interval starting at s are the
+    # contiguous p1[s + min_size : s + length − min_size + 1], a row of this strided view
+    p1 = prefix[:, 0]
+    windows = np.lib.stride_tricks.sliding_window_view(p1, left.size) if dims == 1 else None
     out: list[Candidate] = []
     for lo in range(0, starts.size, per_chunk):
         s = starts[lo : lo + per_chunk]
-        if dims == 1:  # the same arithmetic on (c, k) arrays: a third less time
-            p1 = prefix[:, 0]
+        if windows is not None:  # the same arithmetic on (c, k) arrays, in place: half the time
             total1 = p1[s + length] - p1[s]  # (c,)
-            sums1 = p1[s[:, None] + left[None, :]] - p1[s][:, None]  # (c, k)
-            dev1 = sums1 - (left / length)[None, :] * total1[:, None]
-            stat = dev1 * dev1 * weight[None, :]
+            stat = windows[s + min_size]  # (c, k): the prefix sums at every split (a copy)
+            stat -= p1[s][:, None]  # the left parts' sums
+            stat -= share[None, :] * total1[:, None]  # their deviations from a flat interval
+            np.multiply(stat, stat, out=stat)
+            stat *= weight[None, :]
         else:
             total = prefix[s + length] - prefix[s]  # (c, d)
             sums = prefix[s[:, None] + left[None, :]] - prefix[s][:, None, :]  # (c, k, d)
