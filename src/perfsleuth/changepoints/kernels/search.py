@@ -779,15 +779,28 @@ def find_change_points(
         # better description (BIC). The second start only matters when the first ends in few
         # change points, a monotone staircase or segments that lean (a within-segment slope
         # of |t| > _LEAN_T, significant or not), which saves its searches otherwise.
+        runs: dict[tuple[bytes, tuple[int, ...]], tuple[list[ChangePoint], ...]] = {}
+
+        def searched(
+            slope: FloatArray, previous: list[int]
+        ) -> tuple[list[ChangePoint], list[ChangePoint]]:
+            """The search of the series less ``slope``, started from ``previous``; the two
+            starts often meet, and a (slope, points) pair met before is not searched again."""
+            key = (slope.tobytes(), tuple(previous))
+            if key not in runs:
+                runs[key] = search.run(_detrend(adjusted, slope) / scale, slope, previous)
+            kept, dropped = runs[key]
+            return list(kept), list(dropped)
+
         flat = (np.zeros(dims), accepted, rejected)
-        zero = _alternate(search, adjusted, scale, np.zeros(dims), accepted, rejected)
+        zero = _alternate(searched, adjusted, np.zeros(dims), accepted, rejected)
         slope, accepted, rejected = zero
         line = _significant_slopes(adjusted, [])
         if line.any() and (
             not accepted or _monotone(adjusted, accepted) or _sloped(adjusted, accepted)
         ):
-            start = search.run(_detrend(adjusted, line) / scale, line, [p.index for p in accepted])
-            fits = [zero, _alternate(search, adjusted, scale, line, *start)]
+            start = searched(line, [p.index for p in accepted])
+            fits = [zero, _alternate(searched, adjusted, line, *start)]
             slope, accepted, rejected = min(fits, key=lambda fit: _bic(adjusted, *fit[:2]))
         if slope.any() and _negligible(adjusted, slope, accepted, min_effect):
             # a rise over the whole series below the effect floor does not matter, and it
@@ -894,21 +907,20 @@ def _detrend(y: FloatArray, slope: FloatArray) -> FloatArray:
 
 
 def _alternate(
-    search: _Search | _Practical,
+    searched: Callable[[FloatArray, list[int]], tuple[list[ChangePoint], list[ChangePoint]]],
     y: FloatArray,
-    scale: FloatArray,
     slope: FloatArray,
     accepted: list[ChangePoint],
     rejected: list[ChangePoint],
 ) -> tuple[FloatArray, list[ChangePoint], list[ChangePoint]]:
-    """Refit the within-segment slope and search again until the slope settles."""
+    """Refit the within-segment slope and search again (``searched(slope, points)``: the
+    series less the slope, from the points) until the slope settles."""
     for _ in range(_TREND_ROUNDS):
         refit = _significant_slopes(y, sorted(p.index for p in accepted))
         if np.array_equal(refit, slope):
             break
         slope = refit
-        before = [p.index for p in accepted]
-        accepted, rejected = search.run(_detrend(y, slope) / scale, slope, before)
+        accepted, rejected = searched(slope, [p.index for p in accepted])
     return slope, accepted, rejected
 
 
@@ -1174,6 +1186,8 @@ class _Practical:
         ) -> tuple[float, float]:
             """The paper's T at ``i`` on [a, b), and the segment's lag-1 autocorrelation
             under "no change" (both from prefix sums, O(1))."""
+            if self.dims == 1:
+                return paper_statistic_1d(sums, a, i, b)
             ps, ps2, lag = sums
             length = b - a
             total = ps[b] - ps[a]
@@ -1190,6 +1204,27 @@ class _Practical:
             den = np.where(whole > 0, whole, 1.0)
             phi_null = float(np.max(np.where(whole > 0, num / den, 0.0)))
             return _ratio(float(whole.sum()), float(within.sum())), phi_null
+
+        def paper_statistic_1d(
+            sums: tuple[FloatArray, FloatArray, FloatArray], a: int, i: int, b: int
+        ) -> tuple[float, float]:
+            """:func:`paper_statistic` of one column: the same arithmetic on scalars, without
+            numpy's per-call overhead (the pruning judges up to ~3 times per candidate)."""
+            ps, ps2, lag = sums
+            length = b - a
+            total = ps[b, 0] - ps[a, 0]
+            mean = total / length
+            whole = ps2[b, 0] - ps2[a, 0] - total * mean
+            left = ps[i, 0] - ps[a, 0]
+            right = total - left
+            within = whole - (left * left / (i - a) + right * right / (b - i) - total * mean)
+            num = (
+                lag[b - 1, 0] - lag[a, 0]
+                - mean * ((ps[b - 1, 0] - ps[a, 0]) + (ps[b, 0] - ps[a + 1, 0]))
+                + (length - 1) * mean * mean
+            )  # fmt: skip
+            phi_null = float(num / whole) if whole > 0 else 0.0
+            return _ratio(float(whole), float(within)), phi_null
 
         def tested(
             sums: tuple[FloatArray, FloatArray, FloatArray],
@@ -1239,6 +1274,8 @@ class _Practical:
             unit = np.where(measured, sigma, 1.0)
 
             def verdict(a: int, i: int, b: int) -> seeded.Judged:
+                if one_column:
+                    return verdict_1d(a, i, b)
                 nl, nr = i - a, b - i
                 ml, mr = (pz[i] - pz[a]) / nl, (pz[b] - pz[i]) / nr
                 delta = float((nl * nr / (nl + nr)) * ((ml - mr) ** 2).sum())
@@ -1261,6 +1298,32 @@ class _Practical:
                     t, _, outcome = tested(sums, tests, a, i, b)
                     passes = _rejects(outcome, t, self._level_alpha(b - a))
                 return seeded.Judged(i, a, b, delta, passes, float(effect.max()))
+
+            # One column (most series): the same arithmetic on scalars, a fifth of the time.
+            one_column = self.dims == 1
+            pz1, pl1 = pz[:, 0], pl[:, 0]
+            offset1, trend1, unit1, measured1 = offset[0], trend[0], unit[0], bool(measured[0])
+
+            def verdict_1d(a: int, i: int, b: int) -> seeded.Judged:
+                nl, nr = i - a, b - i
+                ml, mr = (pz1[i] - pz1[a]) / nl, (pz1[b] - pz1[i]) / nr
+                gap = ml - mr
+                delta = float((nl * nr / (nl + nr)) * (gap * gap))
+                lev_l, lev_r = (pl1[i] - pl1[a]) / nl + offset1, (pl1[b] - pl1[i]) / nr + offset1
+                shift = abs(lev_r - lev_l)
+                effect = float(shift / unit1) if measured1 else math.inf
+                top = max(abs(lev_l + trend1 * i), abs(lev_r + trend1 * i))
+                relative = shift / top if top > 0 else 0.0
+                large = bool(
+                    effect >= self.min_effect and relative >= self.min_relative_change
+                    and shift > 0
+                )  # fmt: skip
+                cost = self.penalty * log_n + math.log(n * (b - a) / (nl * nr))
+                passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
+                if passes:
+                    t, _, outcome = tested(sums, tests, a, i, b)
+                    passes = _rejects(outcome, t, self._level_alpha(b - a))
+                return seeded.Judged(i, a, b, delta, passes, effect)
 
             return verdict
 
