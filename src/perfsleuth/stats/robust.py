@@ -327,7 +327,7 @@ def _block_scale(c: FloatArray, block: int) -> float:
     d = means[b:] - means[:-b]
     if d.size < 3:
         return 0.0
-    return _plain_mad_scale(d) * math.sqrt(b / 2.0)
+    return _mad_scale_in_place(d) * math.sqrt(b / 2.0)
 
 
 def _difference_scale(d: FloatArray) -> float:
@@ -356,4 +356,12 @@ def _plain_mad_scale(r: FloatArray) -> float:
     """σ from the MAD, 0 when most values are equal: in a mostly flat series (a noise-free
     step, a saturated gauge) the few moves are not noise (:func:`robust_scale` would measure
     the noise by them)."""
-    return float(np.median(np.abs(r - np.median(r)))) * _MAD
+    return _mad_scale_in_place(np.array(r, dtype=np.float64))
+
+
+def _mad_scale_in_place(r: FloatArray) -> float:
+    """:func:`_plain_mad_scale` of a scratch array, which it reorders and overwrites: a MAD
+    does not depend on the order, and the medians then need no copies (the long-run scale
+    takes two per block size of a long series)."""
+    centre = np.median(r, overwrite_input=True)
+    return float(np.median(np.abs(r - centre, out=r), overwrite_input=True)) * _MAD

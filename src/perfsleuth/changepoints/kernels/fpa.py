@@ -399,6 +399,10 @@ class FPATable:
         return np.log(self.tail_prob)
 
     @functools.cached_property
+    def _columns(self) -> NDArray[np.int64]:
+        return np.arange(len(self.tail_prob))
+
+    @functools.cached_property
     def _grids(self) -> tuple[list[int], list[float], list[float]]:
         """m, log n and u(φ) grids as Python lists: bisecting them is the same lookup as
         ``np.searchsorted`` without its per-call overhead (the search looks up thousands)."""
@@ -486,7 +490,7 @@ class FPATable:
             shift = (1 - wn) * ((1 - wu) * off[0, 0] + wu * off[0, 1]) + wn * (
                 (1 - wu) * off[1, 0] + wu * off[1, 1]
             )
-            cols = np.arange(len(self.tail_prob))
+            cols = self._columns
             js, wus = self._locate_phi(phi + shift)
             lo = (1 - wus) * grid[i, js, cols] + wus * grid[i, js + 1, cols]
             hi = (1 - wus) * grid[i + 1, js, cols] + wus * grid[i + 1, js + 1, cols]
@@ -548,12 +552,20 @@ class FPATable:
         if math.isnan(t):
             raise ValueError("t is NaN")
         curve = self.curve(n, phi, min_size, phi_estimated=phi_estimated)
-        critical = 1.0 + _excess_at(alpha, curve, self._log_p)
+        log_p = self._log_p
+        fitted: list[tuple[float, float, float]] = []
+
+        def tail() -> tuple[float, float, float]:  # fitted once, if at all
+            if not fitted:
+                fitted.append(_tail_line(curve, log_p))
+            return fitted[0]
+
+        critical = 1.0 + _excess_at(alpha, curve, log_p, tail)
         if t <= 1.0:
             return critical, 1.0
         if math.isinf(t):
             return critical, 0.0
-        return critical, _tail_prob_at(t - 1.0, curve, self._log_p)
+        return critical, _tail_prob_at(t - 1.0, curve, log_p, tail)
 
 
 def _tail_line(log_q: FloatArray, log_p: FloatArray) -> tuple[float, float, float]:
@@ -568,25 +580,32 @@ def _tail_line(log_q: FloatArray, log_p: FloatArray) -> tuple[float, float, floa
     return float(x[-1]), float(y[-1]), slope
 
 
-def _tail_prob_at(excess: float, log_q: FloatArray, log_p: FloatArray) -> float:
+_Tail = Callable[[], tuple[float, float, float]]  # the curve's _tail_line, fitted on demand
+
+
+def _tail_prob_at(
+    excess: float, log_q: FloatArray, log_p: FloatArray, tail: _Tail | None = None
+) -> float:
     lx = math.log(excess)
     if lx <= log_q[0]:
         # Below the largest tabulated p: straight line to (T − 1 = 0, p = 1).
         p0 = math.exp(log_p[0])
         return 1.0 - (1.0 - p0) * excess / math.exp(log_q[0])
     if lx >= log_q[-1]:
-        x_last, lp_last, slope = _tail_line(log_q, log_p)
+        x_last, lp_last, slope = tail() if tail else _tail_line(log_q, log_p)
         return math.exp(lp_last + slope * (excess - x_last))
     return math.exp(float(np.interp(lx, log_q, log_p)))
 
 
-def _excess_at(alpha: float, log_q: FloatArray, log_p: FloatArray) -> float:
+def _excess_at(
+    alpha: float, log_q: FloatArray, log_p: FloatArray, tail: _Tail | None = None
+) -> float:
     la = math.log(alpha)
     if la >= log_p[0]:
         p0 = math.exp(log_p[0])
         return math.exp(log_q[0]) * (1.0 - alpha) / (1.0 - p0)
     if la <= log_p[-1]:
-        x_last, lp_last, slope = _tail_line(log_q, log_p)
+        x_last, lp_last, slope = tail() if tail else _tail_line(log_q, log_p)
         return x_last + (la - lp_last) / slope
     # log_p decreases along the grid; np.interp needs increasing abscissae.
     return math.exp(float(np.interp(la, log_p[::-1], log_q[::-1])))
@@ -741,6 +760,7 @@ def _smooth_offsets(
     offset[later] = c[None] / n[later, None, None, None] ** rate
 
 
+@functools.lru_cache(maxsize=64, typed=True)  # asked at every lookup; typed: True is no 1
 def table_dims(dims: int) -> int:
     """The tabulated number of columns used for ``dims`` columns: the largest in
     :data:`DIMS_GRID` not above it (conservative: more columns concentrate T)."""
