@@ -399,6 +399,12 @@ class FPATable:
         return np.log(self.tail_prob)
 
     @functools.cached_property
+    def _tail_p(self) -> tuple[FloatArray, FloatArray]:
+        """The last log p of the tail fit and their deviations from their mean."""
+        y = self._log_p[-_TAIL_FIT:]
+        return y, y - y.mean()
+
+    @functools.cached_property
     def _columns(self) -> NDArray[np.int64]:
         return np.arange(len(self.tail_prob))
 
@@ -557,7 +563,7 @@ class FPATable:
 
         def tail() -> tuple[float, float, float]:  # fitted once, if at all
             if not fitted:
-                fitted.append(_tail_line(curve, log_p))
+                fitted.append(_tail_fit(curve, *self._tail_p))
             return fitted[0]
 
         critical = 1.0 + _excess_at(alpha, curve, log_p, tail)
@@ -570,11 +576,19 @@ class FPATable:
 
 def _tail_line(log_q: FloatArray, log_p: FloatArray) -> tuple[float, float, float]:
     """Exponential tail beyond the smallest p: ``log p = lp_last + slope (x − x_last)``."""
-    x = np.exp(log_q[-_TAIL_FIT:])
     y = log_p[-_TAIL_FIT:]
-    dx = x - x.mean()
+    return _tail_fit(log_q, y, y - y.mean())
+
+
+def _tail_fit(
+    log_q: FloatArray, y: FloatArray, y_centred: FloatArray
+) -> tuple[float, float, float]:
+    """:func:`_tail_line` with the table's last log p and their deviations from their mean
+    given (the same for every curve of a table)."""
+    x = np.exp(log_q[-_TAIL_FIT:])
+    dx = x - np.add.reduce(x) / x.size  # x.mean(), without its wrapper (hot path)
     den = float(dx @ dx)  # the least-squares slope, without polyfit's overhead (hot path)
-    slope = float(dx @ (y - y.mean())) / den if den > 0 else 0.0
+    slope = float(dx @ y_centred) / den if den > 0 else 0.0
     if not slope < 0.0:  # cannot happen for a sane table; never let the tail turn upward
         slope = float((y[-1] - y[0]) / max(x[-1] - x[0], 1e-300)) if x[-1] > x[0] else -1e300
     return float(x[-1]), float(y[-1]), slope

@@ -143,7 +143,16 @@ def greedy(candidates: list[Candidate]) -> list[Candidate]:
     """Strongest first, keep a candidate unless its interval already holds a kept one."""
     kept: list[int] = []
     chosen: list[Candidate] = []
-    for cand in sorted(candidates, key=lambda c: (-c.strength, c.layer, c.index)):
+    # strongest first, then coarsest, then leftmost: sorted by (−strength, layer, index),
+    # stable, as one lexicographic numpy sort (a key tuple per candidate cost more)
+    order = np.lexsort(
+        (
+            np.array([c.index for c in candidates], dtype=np.int64),
+            np.array([c.layer for c in candidates], dtype=np.int64),
+            -np.array([c.strength for c in candidates], dtype=np.float64),
+        )
+    )
+    for cand in (candidates[int(r)] for r in order):
         i = bisect.bisect_right(kept, cand.start)
         if i < len(kept) and kept[i] < cand.stop:
             continue  # the interval [start, stop) already holds a point
