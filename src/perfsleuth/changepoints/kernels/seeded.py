@@ -61,7 +61,8 @@ __all__ = ["Candidate", "Judged", "greedy", "prune", "refine", "seeded_candidate
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-_CHUNK = 1 << 22  # (interval, split) pairs evaluated at once: bounds memory at ~32 MB a column
+_CHUNK = 1 << 18  # (interval, split) pairs evaluated at once: 2 MB a column stays in cache
+# (the passes over a chunk then run at cache speed: 4M pairs a chunk took 1.75× as long)
 
 
 @dataclass(frozen=True, slots=True)
