@@ -1291,13 +1291,11 @@ class _Practical:
                 # mBIC (Zhang & Siegmund 2007): a point pays penalty · ln n, and more when it
                 # cuts off a short segment, ln(n (nl + nr) / (nl nr)).
                 cost = self.penalty * log_n + math.log(n * (b - a) / (nl * nr))
-                # the test last: it is the costly part, and most candidates fail before it;
-                # a segment of two single points cannot be tested (T is infinite there)
+                # the test last, and only when the pruning needs it (``significant``): it is
+                # the costly part, and most candidates fail before it; a segment of two single
+                # points cannot be tested (T is infinite there)
                 passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
-                if passes:
-                    t, _, outcome = tested(sums, tests, a, i, b)
-                    passes = _rejects(outcome, t, self._level_alpha(b - a))
-                return seeded.Judged(i, a, b, delta, passes, float(effect.max()))
+                return seeded.Judged(i, a, b, delta, None if passes else False, float(effect.max()))
 
             # One column (most series): the same arithmetic on scalars, a fifth of the time.
             one_column = self.dims == 1
@@ -1320,12 +1318,20 @@ class _Practical:
                 )  # fmt: skip
                 cost = self.penalty * log_n + math.log(n * (b - a) / (nl * nr))
                 passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
-                if passes:
-                    t, _, outcome = tested(sums, tests, a, i, b)
-                    passes = _rejects(outcome, t, self._level_alpha(b - a))
-                return seeded.Judged(i, a, b, delta, passes, effect)
+                return seeded.Judged(i, a, b, delta, None if passes else False, effect)
 
             return verdict
+
+        def significant(
+            sums: tuple[FloatArray, FloatArray, FloatArray],
+            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
+        ) -> Callable[[seeded.Judged], bool]:
+            def test(judged: seeded.Judged) -> bool:
+                a, i, b = judged.start, judged.index, judged.stop
+                t, _, outcome = tested(sums, tests, a, i, b)
+                return _rejects(outcome, t, self._level_alpha(b - a))
+
+            return test
 
         # The noise is first measured at short range (first differences, which a shift touches
         # once), the points judged, then its long-run scale measured on the residuals about
@@ -1375,7 +1381,9 @@ class _Practical:
             # split can be a few observations off) and the survivors judged again.
             for _ in range(_PRUNE_ROUNDS):
                 sigma = _residual_scale(centred, [0, *found, n])
-                kept, gone = seeded.prune(found, n, judge(sums, tests, sigma))
+                kept, gone = seeded.prune(
+                    found, n, judge(sums, tests, sigma), significant(sums, tests)
+                )
                 dropped += gone
                 placed = seeded.refine(sums[0], [k.index for k in kept], m)
                 if placed == found:

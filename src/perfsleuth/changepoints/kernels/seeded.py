@@ -48,6 +48,7 @@ O(k log k) for k candidates.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 import math
 from collections.abc import Callable
@@ -170,7 +171,7 @@ class Judged:
     start: int
     stop: int
     strength: float  # z²: between-part SSQ in long-run noise units
-    passes: bool
+    passes: bool | None  # None: passes all but the significance test, not run yet
     effect: float = math.nan  # the shift in noise standard deviations
 
 
@@ -178,10 +179,18 @@ def prune(
     points: list[int],
     n: int,
     judge: Callable[[int, int, int], Judged],
+    test: Callable[[Judged], bool] | None = None,
 ) -> tuple[list[Judged], list[Judged]]:
     """Backward elimination: while some point fails ``judge(start, index, stop)``, drop the
     weakest failing one and judge its neighbours again. Returns (kept, dropped), each judged on
-    its final (or last) segment."""
+    its final (or last) segment.
+
+    A verdict may leave the costly significance test pending (``passes`` None), to be run by
+    ``test`` only if the point comes up for removal while that verdict is still its last: a
+    pending point waits in the queue by its strength like a failing one, and when it comes
+    up, it is removed if the test fails and left alone if it passes — the order in which the
+    eager elimination removes points, so the same result. Most pending verdicts are replaced
+    (a neighbour goes first) before they come up, and their tests are never run."""
     order = sorted(set(points))
     k = len(order)
     prev = [-1, *range(k - 1)]
@@ -206,6 +215,12 @@ def prune(
         _, _, j, ver = heapq.heappop(heap)
         if not alive[j] or ver != version[j]:
             continue
+        if state[j].passes is None:
+            if test is None:
+                raise ValueError("a verdict left its test pending, and prune was given no test")
+            state[j] = dataclasses.replace(state[j], passes=test(state[j]))
+            if state[j].passes:
+                continue
         alive[j] = False
         dropped.append(state[j])
         p, q = prev[j], nxt[j]
