@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 import pytest
@@ -117,6 +118,50 @@ def test_pruning_drops_the_weakest_failing_point_first() -> None:
     kept, dropped = seeded.prune([10, 12], 40, judge)
     assert [k.index for k in kept] == [10] and [d.index for d in dropped] == [12]
     assert (kept[0].start, kept[0].stop) == (0, 40)
+
+
+def test_pruning_with_tests_left_pending_removes_the_same_points_in_the_same_order() -> None:
+    # A verdict may leave its significance test to prune, which runs it only when the point
+    # comes up for removal: the eliminations must be those of testing every verdict at once.
+    rng = np.random.default_rng(17)
+    points = sorted(int(v) for v in rng.choice(np.arange(5, 995), 120, replace=False))
+    strength = {i: float(rng.exponential(10.0)) for i in points}
+
+    def cheap(a: int, i: int, b: int) -> bool:
+        return (b - a) > 12 and strength[i] > 3.0
+
+    def significant(a: int, i: int, b: int) -> bool:  # depends on the segment, as the FPA test
+        return strength[i] * math.log(b - a) > 40.0
+
+    eager_tests: list[tuple[int, int, int]] = []
+
+    def eager(a: int, i: int, b: int) -> seeded.Judged:
+        if cheap(a, i, b):
+            eager_tests.append((a, i, b))
+        passes = cheap(a, i, b) and significant(a, i, b)
+        return seeded.Judged(i, a, b, strength[i] + (b - a) / 1000, passes)
+
+    tested: list[tuple[int, int, int]] = []
+
+    def lazy(a: int, i: int, b: int) -> seeded.Judged:
+        return seeded.Judged(
+            i, a, b, strength[i] + (b - a) / 1000, None if cheap(a, i, b) else False
+        )
+
+    def test(j: seeded.Judged) -> bool:
+        tested.append((j.start, j.index, j.stop))
+        return significant(j.start, j.index, j.stop)
+
+    kept, dropped = seeded.prune(points, 1000, eager)
+    kept_lazy, dropped_lazy = seeded.prune(points, 1000, lazy, test)
+    assert [k.index for k in kept_lazy] == [k.index for k in kept]
+    assert [(d.index, d.start, d.stop) for d in dropped_lazy] == [
+        (d.index, d.start, d.stop) for d in dropped
+    ]
+    assert all(k.passes is True for k in kept_lazy)
+    assert all(d.passes is False for d in dropped_lazy)
+    assert 0 < len(kept) < len(points)
+    assert len(tested) < len(eager_tests)  # the point of leaving them pending
 
 
 def test_a_single_step_in_a_short_series_is_not_swallowed_by_a_trend() -> None:

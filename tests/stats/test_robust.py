@@ -11,6 +11,7 @@ from scipy.signal import lfilter
 
 from perfsleuth.changepoints.kernels.search import find_change_points
 from perfsleuth.stats.robust import (
+    _median_in_place,
     block_scale,
     clip_outliers,
     detect_period,
@@ -255,3 +256,25 @@ def test_long_run_scale_of_counts_that_mostly_repeat_is_their_noise() -> None:
     x[80:92] += rng.integers(14, 48, 12)
     _, scale = long_run_scale(x, max_block=1)
     assert 0.3 < scale < 3.0 < float(np.std(x))
+
+
+@pytest.mark.parametrize("n", [20_000, 20_001, 300_000, 1_000_001])
+def test_long_medians_are_numpys(n: int) -> None:
+    # the sampled-bracket selection gives np.median's value: smooth, tied, skewed data, and
+    # data whose evenly spaced sample sees only large or only small values (bracket missed)
+    rng = np.random.default_rng(n)
+    step = n // 2000
+    high = rng.standard_normal(n)
+    high[::step] += 100.0
+    low = rng.standard_normal(n)
+    low[::step] -= 100.0
+    cases = [
+        np.cumsum(rng.standard_normal(n)),
+        np.round(rng.standard_normal(n) * 2.0),
+        np.abs(rng.standard_t(2, n)),
+        np.where(rng.random(n) < 0.7, 0.0, 1.5),
+        high,
+        low,
+    ]
+    for x in cases:
+        assert _median_in_place(x.copy()) == float(np.median(x))
