@@ -581,3 +581,43 @@ def test_verbose_shows_progress_on_stderr(tmp_path: Path) -> None:
     # (101 rows, the repeated hour's second one left out)
     assert "INFO perfsleuth.pipeline: changepoints: analysing 100 row(s) ..." in result.stderr
     assert f"INFO perfsleuth.pipeline: writing the report {report} ..." in result.stderr
+
+
+def _stderr_on_a_terminal(*args: str) -> tuple[int, str]:
+    """Run the CLI with stderr on a pseudo-terminal; its exit code and what it wrote there."""
+    import os
+    import pty
+
+    primary, secondary = pty.openpty()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "perfsleuth.cli", *args],
+            stdout=subprocess.DEVNULL, stderr=secondary, check=False, timeout=600,
+        )  # fmt: skip
+    finally:
+        os.close(secondary)
+    chunks = []
+    try:
+        while chunk := os.read(primary, 65536):
+            chunks.append(chunk)
+    except OSError:  # the terminal's other side is closed: all read
+        pass
+    os.close(primary)
+    return result.returncode, b"".join(chunks).decode()
+
+
+def test_a_terminal_sees_the_long_steps_start_without_verbose(tmp_path: Path) -> None:
+    data = str(NAB / "exchange-2_cpc_results.csv")
+    code, err = _stderr_on_a_terminal("changepoints", data, "--duplicates", "first")
+    assert code == 0, err
+    assert "INFO perfsleuth.sources.load: reading " in err
+    assert "INFO perfsleuth.pipeline: changepoints: analysing 100 row(s) ..." in err
+    assert "finding(s)" not in err  # other INFO lines only with -v
+    code, err = _stderr_on_a_terminal("-q", "changepoints", data, "--duplicates", "first")
+    assert code == 0 and err == "", err
+    # redirected stderr stays quiet by default
+    piped = subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", "changepoints", data, "--duplicates", "first"],
+        capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert piped.returncode == 0 and "INFO" not in piped.stderr, piped.stderr

@@ -35,6 +35,7 @@ from perfsleuth.errors import ConfigError, DataError, PerfsleuthError
 from perfsleuth.families import create, family
 from perfsleuth.findings import Finding, ordered, write_jsonl
 from perfsleuth.incidents import Covered, Incident, Topology, covered_by, find_incidents, revealed
+from perfsleuth.progress import PROGRESS
 from perfsleuth.sources.load import Loaded, SourceInfo, load
 
 if TYPE_CHECKING:
@@ -281,7 +282,8 @@ def analyse_steps(
         if frame is None or len(frame) == 0:
             results.append(StepResult(name, step.input, contract, "no data"))
             continue
-        log.info("%s: analysing %d row(s) ...", name, len(frame))  # progress: searches take a while
+        # progress (a terminal sees it by default): searches take a while
+        log.info("%s: analysing %d row(s) ...", name, len(frame), extra=PROGRESS)
         try:
             analysis = step.detector.analyse(frame)
         except DataError as exc:
@@ -525,7 +527,7 @@ def write_report(path: Path, plan: Plan, result: RunResult) -> Path:
     from perfsleuth.report.html import write_html
     from perfsleuth.report.incidents import incident_sections
 
-    log.info("writing the report %s ...", path)
+    log.info("writing the report %s ...", path, extra=PROGRESS)
     sections = family_sections(result, max_points=plan.outputs.max_points)
     sections.append(_run_section(result))
     frames = result.loaded.frames

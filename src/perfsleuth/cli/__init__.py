@@ -132,6 +132,12 @@ def _global(
         logging.ERROR if quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
     )
     handler = logging.StreamHandler(sys.stderr)
+    if level == logging.WARNING and sys.stderr.isatty():
+        from perfsleuth.progress import is_progress
+
+        # a person waiting at a terminal sees long steps start; warnings and errors as ever
+        level = logging.INFO
+        handler.addFilter(lambda record: record.levelno >= logging.WARNING or is_progress(record))
     handler.setFormatter(_Printable("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[handler])
     ctx.obj = Options(format=fmt, fail_on=fail_on)

@@ -22,6 +22,7 @@ import pandas as pd
 
 from perfsleuth.errors import DataError, SourceError
 from perfsleuth.frames import normalise
+from perfsleuth.progress import PROGRESS
 from perfsleuth.sources.files import input_name, is_stdin
 from perfsleuth.sources.specs import (
     AggregatedSource,
@@ -165,7 +166,8 @@ def read_source(
 ) -> tuple[pd.DataFrame, SourceInfo]:
     """One source as a normalised frame of its contract, and what it gave."""
     label = source_label(source, base=base, store=store_path)
-    log.info("reading %s (%s) ...", label, source.kind)  # progress: big files take a while
+    # progress (a terminal sees it by default): big files take a while
+    log.info("reading %s (%s) ...", label, source.kind, extra=PROGRESS)
     note, rejects = "", None
     if isinstance(source, FileSource):
         frame = _read_file(source, base)
