@@ -1,0 +1,144 @@
+"""Why the speed benchmark's 10⁶ × 10-shift series fragments into ~1,100 change points (issue 17).
+
+For ``benchmarks/changepoints.py``'s ``real_shaped(n, k, seed=n + k)`` series this prints, per
+size × shifts: the points the defaults find and their recall; how many of the segments they cut
+are at most 10 observations long and hold a single spike (> 5 robust σ on the log scale, about a
+running median one period wide); the spread the skewness-removing transform standardises by (the
+standard deviation, against the MAD) and the Yeo–Johnson λ fitted in those units (before the clamp
+to [−1, 3]); the largest value against the median; the points found with the two largest values
+replaced by their neighbourhood's median; and the cycle's autocorrelation contrast at its period
+(what ``detect_period`` needs to be ≥ .3) on the log scale, with and without the true levels.
+
+``--unit`` runs the search with another unit for the transform's λ fit (an experiment, not the
+library's behaviour): ``mad`` (robust scale of the column), ``sample`` (the standard deviation of
+the evenly spaced points λ is fitted on), ``winsorised`` (the standard deviation with 0.1% of each
+tail winsorised); ``std`` is the library's own.
+
+Run: .venv/bin/python benchmarks/changepoints_fragments.py [--sizes N,..] [--shifts K,..]
+[--unit std|mad|sample|winsorised]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import itertools  # noqa: E402
+import math  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+import numpy.typing as npt  # noqa: E402
+from scipy.ndimage import median_filter  # noqa: E402
+from scipy.stats import yeojohnson, yeojohnson_normmax  # noqa: E402
+
+from changepoints import PERIOD, real_shaped, recall  # noqa: E402
+from perfsleuth.changepoints.kernels import search  # noqa: E402
+from perfsleuth.stats import robust  # noqa: E402
+
+FloatArray = npt.NDArray[np.float64]
+FIT_POINTS = 4096  # as search._SYMMETRISE_FIT_POINTS
+
+
+def _winsorised_std(column: FloatArray) -> float:
+    tail = column.size // 1000
+    if not tail:
+        return float(np.std(column))
+    order = np.partition(column, (tail, column.size - 1 - tail))
+    return float(np.std(np.clip(column, order[tail], order[column.size - 1 - tail])))
+
+
+UNITS: dict[str, Callable[[FloatArray, int], float]] = {
+    "std": lambda column, step: float(np.std(column)),
+    "mad": lambda column, step: robust.robust_scale(column),
+    "sample": lambda column, step: float(np.std(column[::step])),
+    "winsorised": lambda column, step: _winsorised_std(column),
+}
+
+
+def symmetrised_in(unit: Callable[[FloatArray, int], float]) -> Callable[[FloatArray], FloatArray]:
+    """``search._symmetrised`` with the λ fit's unit replaced (same clamp, same rescaling)."""
+
+    def symmetrised(xc: FloatArray) -> FloatArray:
+        out = np.zeros_like(xc)
+        step = max(1, xc.shape[0] // FIT_POINTS)
+        for j in range(xc.shape[1]):
+            column = xc[:, j]
+            spread = float(np.std(column))
+            if spread <= 0.0 or not np.any(column != column[0]):
+                continue
+            z = (column - np.median(column)) / (unit(column, step) or spread)
+            lam = min(max(float(yeojohnson_normmax(z[::step])), -1.0), 3.0)
+            y = np.asarray(yeojohnson(z, lmbda=lam), dtype=np.float64)
+            y -= y.mean()
+            size = float(np.std(y))
+            out[:, j] = y * (spread / size) if size > 0.0 and math.isfinite(size) else column
+        return out
+
+    return symmetrised
+
+
+def single_spike_segments(x: FloatArray, indices: tuple[int, ...]) -> tuple[int, int]:
+    """(segments ≤ 10 long, those holding exactly one observation > 5 robust σ on the log
+    scale above a running median one period wide)."""
+    lx = np.log(x)
+    resid = lx - median_filter(lx, PERIOD + 1)
+    spike = resid > 5.0 * robust.robust_scale(resid)
+    bounds = [0, *indices, x.size]
+    short = [(a, b) for a, b in itertools.pairwise(bounds) if b - a <= 10]
+    return len(short), sum(int(spike[a:b].sum()) == 1 for a, b in short)
+
+
+def cycle_contrast(lx: FloatArray) -> float:
+    acf = robust._autocorrelation(lx - lx.mean(), 2 * PERIOD)
+    half = PERIOD // 2
+    return float(acf[PERIOD] - 0.5 * (acf[PERIOD - half] + acf[PERIOD + half]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--shifts", default="2,10,50")
+    parser.add_argument("--unit", default="std", choices=sorted(UNITS))
+    args = parser.parse_args()
+    if args.unit != "std":
+        search._symmetrised = symmetrised_in(UNITS[args.unit])  # type: ignore[attr-defined]
+    for n in (int(v) for v in args.sizes.split(",")):
+        for k in (int(v) for v in args.shifts.split(",")):
+            x, truth = real_shaped(n, k, seed=n + k)
+            found = search.find_change_points(x).indices
+            short, single = single_spike_segments(x, found)
+            c = x - x.mean()
+            step = max(1, n // FIT_POINTS)
+            std, mad = float(np.std(c)), robust.robust_scale(c)
+            lam = {
+                name: float(yeojohnson_normmax(((c - np.median(c)) / s)[::step]))
+                for name, s in (("std", std), ("mad", mad))
+            }
+            top = np.argsort(x)[-2:]
+            cleaned = x.copy()
+            for i in top:
+                cleaned[i] = np.median(x[max(0, i - 50) : i + 51])
+            cleaned_found = search.find_change_points(cleaned).indices
+            lx = np.log(x)
+            cuts = [0, *truth, n]
+            levels = np.concatenate(
+                [np.full(b - a, np.median(lx[a:b])) for a, b in itertools.pairwise(cuts)]
+            )
+            print(
+                f"n={n:.0e} shifts={k} unit={args.unit}: found {len(found)} "
+                f"(recall {recall(truth, list(found), n):.2f}); segments ≤10: {short}, "
+                f"one spike each: {single}; std/MAD {std / mad:.1f}, λ fitted in std units "
+                f"{lam['std']:.2f}, in MAD units {lam['mad']:.2f}; max/median "
+                f"{x.max() / np.median(x):.3g}; two largest replaced: {len(cleaned_found)} "
+                f"(recall {recall(truth, list(cleaned_found), n):.2f}); cycle contrast "
+                f"{cycle_contrast(lx):.3f}, without the levels {cycle_contrast(lx - levels):.3f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
