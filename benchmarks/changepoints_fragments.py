@@ -9,13 +9,20 @@ to [−1, 3]); the largest value against the median; the points found with the t
 replaced by their neighbourhood's median; and the cycle's autocorrelation contrast at its period
 (what ``detect_period`` needs to be ≥ .3) on the log scale, with and without the true levels.
 
-``--unit`` runs the search with another unit for the transform's λ fit (an experiment, not the
-library's behaviour): ``mad`` (robust scale of the column), ``sample`` (the standard deviation of
-the evenly spaced points λ is fitted on), ``winsorised`` (the standard deviation with 0.1% of each
-tail winsorised); ``std`` is the library's own.
+``--unit`` runs the search with another unit for the transform's λ fit: ``library`` (the
+library's own: the median of the standard deviations of the interleaved subsamples λ is fitted
+on), ``std`` (the plain standard deviation of the column: the library's before issue 17's
+fragmentation fix), and three tried and dropped: ``mad`` (robust scale of the column),
+``sample`` (the standard deviation of the one subsample λ is fitted on), ``winsorised`` (the
+standard deviation with 0.1% of each tail winsorised).
+
+``--spiky R`` instead runs R seeded series of 40,000 points without a cycle, trend or
+Student-t tails (AR(1) Gaussian noise, φ = .6, one 4 σ step at mid-series, 0.2% spikes of
+15–40 σ, exponentiated as above), each as drawn and with two values set to 10⁶ times the median,
+and prints the points found in all and whether the step is found (within 5 observations).
 
 Run: .venv/bin/python benchmarks/changepoints_fragments.py [--sizes N,..] [--shifts K,..]
-[--unit std|mad|sample|winsorised]
+[--unit library|std|mad|sample|winsorised] [--spiky R]
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from collections.abc import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 from scipy.ndimage import median_filter  # noqa: E402
+from scipy.signal import lfilter  # noqa: E402
 from scipy.stats import yeojohnson, yeojohnson_normmax  # noqa: E402
 
 from changepoints import PERIOD, real_shaped, recall  # noqa: E402
@@ -98,14 +106,45 @@ def cycle_contrast(lx: FloatArray) -> float:
     return float(acf[PERIOD] - 0.5 * (acf[PERIOD - half] + acf[PERIOD + half]))
 
 
+def spiky(seed: int, n: int = 40_000) -> tuple[FloatArray, FloatArray]:
+    """(series, the same with two values set to 10⁶ times its median); the step is at n/2."""
+    rng = np.random.default_rng(seed)
+    noise = np.asarray(lfilter([1.0], [1.0, -0.6], rng.standard_normal(n)), dtype=np.float64)
+    x = noise / float(np.std(noise))
+    x[n // 2 :] += 4.0
+    spikes = rng.random(n) < 0.002
+    x[spikes] += rng.uniform(15.0, 40.0, int(spikes.sum()))
+    plain = 20.0 * np.exp(0.15 * x)
+    absurd = plain.copy()
+    absurd[[n // 3, 2 * n // 3]] = 1e6 * np.median(plain)
+    return plain, absurd
+
+
+def spiky_summary(reps: int) -> None:
+    for label, which in (("as drawn", 0), ("two absurd values", 1)):
+        counts, hits = [], 0
+        for seed in range(reps):
+            found = search.find_change_points(spiky(seed)[which]).indices
+            counts.append(len(found))
+            hits += any(abs(i - 20_000) <= 5 for i in found)
+        print(
+            f"spiky series, {label}: {sum(counts)} points in {reps} series (median "
+            f"{float(np.median(counts)):.0f}), the step found in {hits}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--shifts", default="2,10,50")
-    parser.add_argument("--unit", default="std", choices=sorted(UNITS))
+    parser.add_argument("--unit", default="library", choices=["library", *sorted(UNITS)])
+    parser.add_argument("--spiky", type=int, default=0, help="R spiky series instead")
     args = parser.parse_args()
-    if args.unit != "std":
+    if args.unit != "library":
         search._symmetrised = symmetrised_in(UNITS[args.unit])  # type: ignore[attr-defined]
+    if args.spiky:
+        spiky_summary(args.spiky)
+        return
     for n in (int(v) for v in args.sizes.split(",")):
         for k in (int(v) for v in args.shifts.split(",")):
             x, truth = real_shaped(n, k, seed=n + k)
