@@ -488,9 +488,10 @@ def _symmetrised(xc: FloatArray) -> FloatArray:
     """Per column, the Yeo–Johnson power transform with λ fitted by maximum likelihood, centred
     and scaled back to the column's standard deviation.
 
-    The column is first standardised by its median and standard deviation (so the result does
-    not depend on the series' units or offset). For Gaussian noise the fitted λ is ≈ 1 and the
-    transform nearly the identity, so the Gaussian FPA table still applies; for right-skewed
+    The column is first standardised by its median and its typical spread
+    (:func:`_typical_spread`; so the result does not depend on the series' units or offset).
+    For Gaussian noise the fitted λ is ≈ 1 and the transform nearly the identity, so the
+    Gaussian FPA table still applies; for right-skewed
     noise (response times, queue lengths) it shortens the long tail that the optimal split
     otherwise cuts off as a "change" (module docstring, "Skewed noise"). Being smooth and
     monotone it keeps the size of a shift, unlike ranks, whose T cannot exceed ≈ 2.75 however
