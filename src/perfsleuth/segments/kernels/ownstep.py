@@ -62,6 +62,9 @@ FloatArray = NDArray[np.float64]
 _RIDGE = 10.0  # transactions' worth of evidence that a window's tilt is 0
 _ITERATIONS = 50
 _SENSITIVITY_SD = 0.25  # prior: a type feels the common stretch 1 ± 0.25 times
+# a mix or a spell of contention lasts about a minute, so a shock the yardstick misses is shared
+# by a block and up to the two after it: the step's error allows for that (_wls)
+_SHARED_LAGS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,14 +426,27 @@ def _block_weights(
 
 
 def _wls(xs: FloatArray, ys: FloatArray) -> tuple[tuple[float, float, int], float] | None:
-    """Least squares of ``ys`` on ``xs``: (the second column's coefficient, its standard
-    error, degrees of freedom) and the last column's coefficient; None without dof."""
+    """Least squares of ``ys`` (block means, in time order) on ``xs``: (the second column's
+    coefficient, its standard error, degrees of freedom) and the last column's coefficient;
+    None without dof.
+
+    The standard error is the larger of the one for independent blocks and Newey–West's with
+    ``_SHARED_LAGS`` lags (Bartlett weights): a mix or a spell of contention outlasts a block,
+    so neighbouring blocks share its shock and a step between two of them is less certain
+    than independent blocks say. The larger, because with a few dozen blocks Newey–West's
+    estimate is itself noisy and can come out below the independent one."""
     coef, *_ = np.linalg.lstsq(xs, ys, rcond=None)
     residual = ys - xs @ coef
     dof = len(ys) - int(np.linalg.matrix_rank(xs))
     if dof <= 0:
         return None
-    sigma2 = float(residual @ residual) / dof
-    cov = sigma2 * np.linalg.pinv(xs.T @ xs)
-    se = math.sqrt(max(float(cov[1, 1]), 0.0))
+    bread = np.linalg.pinv(xs.T @ xs)
+    variance = float(residual @ residual) / dof * float(bread[1, 1])
+    score = xs * residual[:, None]
+    meat = score.T @ score
+    for lag in range(1, min(_SHARED_LAGS, len(ys) - 1) + 1):
+        shared = score[lag:].T @ score[:-lag]
+        meat += (1.0 - lag / (_SHARED_LAGS + 1)) * (shared + shared.T)
+    hac = float((bread @ meat @ bread)[1, 1]) * len(ys) / dof
+    se = math.sqrt(max(variance, hac, 0.0))
     return (float(coef[1]), se, dof), float(coef[-1])
