@@ -33,7 +33,8 @@ window's fitting error is in the own latency with the opposite sign) is taken ou
 learnt on the windows before the split tested (where a hog starts, the stretch steps with it
 and the windows after cannot tell the two apart) and held towards one for one by a prior
 (``_SENSITIVITY_SD``). The block means are weighed by their transactions and by the shocks a
-whole block shares (:func:`_block_weights`).
+whole block shares (:func:`_block_weights`); the step's error allows for shocks neighbouring
+blocks share, since a mix or a spell of contention outlasts a block (:func:`_wls`).
 
 :func:`step_at` tests every type at a given split. :func:`step_bar` is the t a step must
 reach when the split is searched for (the supremum of a Brownian bridge, Bonferroni over the
