@@ -93,3 +93,30 @@ def test_quantiles_match_scipy_without_importing_it() -> None:
     big = beta_quantile(np.array(2e3), np.array(3e3), p)
     sd = math.sqrt(2e3 * 3e3 / (5e3**2 * (5e3 + 1)))
     assert np.max(np.abs(big - betaincinv(2e3, 3e3, p))) < 0.05 * sd
+
+
+def test_pinned_parameters_sit_on_their_lower_bound() -> None:
+    priors = Priors(
+        [
+            ParameterPrior("lognormal", lower=0.0, median=0.05, sigma=3.0),
+            ParameterPrior("beta", lower=0.0, upper=1.0, alpha=1.0, beta=2.0),
+            ParameterPrior("lognormal", lower=1.0, median=2.0, sigma=0.5, offset=1.0),
+        ]
+    )
+    pinned = priors.pinned(np.array([True, True, False]))
+    z = np.random.default_rng(0).normal(size=(50, 3)) * 5
+    w = pinned.to_w(z)
+    assert (w[:, :2] == 0.0).all()
+    np.testing.assert_array_equal(w[:, 2], priors.to_w(z)[:, 2])
+    draws = pinned.sample_w(np.random.default_rng(1), 200)
+    assert (draws[:, :2] == 0.0).all()
+    # the other parameters' draws are those of the unpinned priors (the same seeded stream)
+    np.testing.assert_array_equal(draws[:, 2], priors.sample_w(np.random.default_rng(1), 200)[:, 2])
+    assert (pinned.quantile_w(np.array([0.05, 0.5, 0.95]))[:, :2] == 0.0).all()
+    assert (pinned.median_w()[:2] == 0.0).all()
+    assert (pinned.to_z(w)[:, :2] == 0.0).all()
+    # z of a pinned parameter is a standard normal no counter sees
+    q, d, h = pinned.terms(z)
+    np.testing.assert_allclose(q[:, :2], 0.5 * z[:, :2] ** 2)
+    np.testing.assert_allclose(d[:, :2], z[:, :2])
+    np.testing.assert_array_equal(h[:, :2], 1.0)

@@ -14,6 +14,8 @@ everything with certainty. So the errors have Student-t tails (ν = 4):
 ψ(e)² = (ν + 1) log(1 + e² / (ν + 1)), Gaussian near 0, logarithmic far out. A machine-wide
 counter whose workload share is observed too (``workload_part``) is one-sided: other tenants
 may add to it, so only a prediction above what was observed counts against the workload.
+With none of the workload's own counters observed, there is no share to separate: the workload
+is all the machine runs, and other tenants' terms are held at 0 (:meth:`Model.priors_for`).
 
 E is minimised by Levenberg–Marquardt (damped Gauss–Newton: the paper used Newton's method
 in Excel's Solver) from several starts **at once**: the starts are the best of ``candidates``
@@ -312,7 +314,7 @@ class _Group:
             name: np.array([b.get(name, model.input_defaults[name]) for b in self.bound])
             for name in names
         }
-        self.priors = model.priors
+        self.priors = model.priors_for(used)
         self.size = len(self.bound)
 
     # -- the posterior, for rows of windows ---------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources as package_data
 from pathlib import Path
@@ -250,6 +250,10 @@ class Model:
         self.priors = Priors(priors)
         self.parameter_units = tuple(units[n] for n in self.parameters)
         self.load_mask = np.array([p.load for p in spec.parameters.values()], dtype=bool)
+        self.background_mask = np.array(
+            [p.background for p in spec.parameters.values()], dtype=bool
+        )
+        self._alone_priors = self.priors.pinned(self.background_mask)
 
         self.constants: dict[str, float] = {}
         for name, c in spec.constants.items():
@@ -377,6 +381,8 @@ class Model:
                 )
             )
         self.counters = tuple(counters)
+        # the workload's own share of machine-wide counters (the cgroup's columns)
+        self.workload_columns = frozenset(c.workload_part for c in counters if c.workload_part)
         for name, spec_c in spec.counters.items():
             part = spec_c.workload_part
             if part and (part not in columns or part == spec_c.column):
@@ -583,6 +589,14 @@ class Model:
                 raise ConfigError(f"{source}: {name}: {value} is outside its bounds [{lo}, {hi}]")
             w[j] = value
         return w
+
+    def priors_for(self, columns: Iterable[str]) -> Priors:
+        """The priors of a window observing ``columns``. Other tenants' terms (``background``
+        parameters) separate the workload's share of a machine-wide counter from the rest, which
+        only the workload's own counters can do: with none of those observed (machine-wide
+        counters alone: sar, node-exporter, a collector without a cgroup) the workload is all
+        the machine runs, and the background terms are held at their lower bound (0)."""
+        return self.priors if self.workload_columns.intersection(columns) else self._alone_priors
 
     @property
     def counter_columns(self) -> tuple[str, ...]:

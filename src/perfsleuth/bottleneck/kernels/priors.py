@@ -12,13 +12,17 @@ posterior mode is taken in z (for a lognormal with offset at the lower bound, z 
 exactly normal; for a beta prior, q is convex in z for every α, β > 0 and the mode never sits on
 a bound). :meth:`Priors.terms` returns q and its first two derivatives, analytic, for all
 parameters of a batch at once.
+
+A parameter may be held at its lower bound (:meth:`Priors.pinned`): w is then that bound
+whatever z, and z keeps a standard normal prior that no counter sees, so the search and the
+draws run in the same space with or without pinned parameters.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Literal
 
@@ -37,10 +41,10 @@ class ParameterPrior:
     """One parameter's prior, already validated by the model loader.
 
     ``lognormal``: ``ln(w - offset) ~ N(ln(median), sigma²)``; ``uniform``: flat on the bounds;
-    ``beta``: ``(w - lower) / (upper - lower) ~ Beta(alpha, beta)``.
+    ``beta``: ``(w - lower) / (upper - lower) ~ Beta(alpha, beta)``; ``pinned``: w = lower.
     """
 
-    kind: Literal["lognormal", "uniform", "beta"]
+    kind: Literal["lognormal", "uniform", "beta", "pinned"]
     lower: float
     upper: float = math.inf
     median: float = 1.0
@@ -61,6 +65,7 @@ class Priors:
         self.bounded = np.isfinite(self.upper)
         self.span = np.where(self.bounded, self.upper - self.lower, 1.0)
         self.lognormal = col([p.kind == "lognormal" for p in priors], dtype=bool)
+        self.pinned_mask = col([p.kind == "pinned" for p in priors], dtype=bool)
         self.mu = col([math.log(p.median) if p.kind == "lognormal" else 0.0 for p in priors])
         self.sigma = col([p.sigma for p in priors], dtype=np.float64)
         self.offset = col([p.offset for p in priors], dtype=np.float64)
@@ -69,12 +74,19 @@ class Priors:
         # lognormal on [offset, inf): z = ln(w - offset) is N(mu, sigma), in closed form
         self.exact_normal = self.lognormal & ~self.bounded & (self.offset == self.lower)
         self._normal = np.flatnonzero(self.exact_normal)
-        self._beta = np.flatnonzero(~self.lognormal)
+        self._beta = np.flatnonzero(~self.lognormal & ~self.pinned_mask)
+        self._pinned = np.flatnonzero(self.pinned_mask)
         self._general = np.flatnonzero(self.lognormal & ~self.exact_normal)
 
     @property
     def size(self) -> int:
         return len(self.priors)
+
+    def pinned(self, mask: npt.NDArray[np.bool_]) -> Priors:
+        """These priors with the parameters of ``mask`` held at their lower bound."""
+        return Priors(
+            [replace(p, kind="pinned") if m else p for p, m in zip(self.priors, mask, strict=True)]
+        )
 
     # -- transforms ------------------------------------------------------------------------
 
@@ -84,7 +96,7 @@ class Priors:
         with np.errstate(over="ignore"):
             grow = self.lower + np.exp(zc)
         squash = self.lower + self.span * _logistic(zc)
-        w: Array = np.where(self.bounded, squash, grow)
+        w: Array = np.where(self.pinned_mask, self.lower, np.where(self.bounded, squash, grow))
         return w
 
     def to_z(self, w: Array) -> Array:
@@ -98,7 +110,7 @@ class Priors:
             below = np.maximum((w - self.lower) / self.span, tiny)
             above = np.maximum((self.upper - w) / self.span, tiny)
             squash = np.log(below) - np.log(above)
-        z: Array = np.where(self.bounded, squash, grow)
+        z: Array = np.where(self.pinned_mask, 0.0, np.where(self.bounded, squash, grow))
         return self._clip(z)
 
     def _clip(self, z: Array) -> Array:
@@ -140,6 +152,12 @@ class Priors:
                 s = _logistic(zc)
                 d[..., cols] = -a * (1.0 - s) + b * s
                 h[..., cols] = (a + b) * s * (1.0 - s)
+        cols = self._pinned  # a standard normal in z: w does not depend on it
+        if len(cols):
+            q[..., cols] = 0.5 * z[..., cols] ** 2
+            if derivatives:
+                d[..., cols] = z[..., cols]
+                h[..., cols] = 1.0
         cols = self._general
         if len(cols):
             qg, dg, hg = self._general_lognormal(z, _logistic(z))
@@ -180,7 +198,7 @@ class Priors:
         with np.errstate(over="ignore"):
             logn = self.offset + np.exp(self.mu + self.sigma * normal)
         logn = np.clip(logn, self.lower, np.where(self.bounded, self.upper, np.inf))
-        flat = self.lower + self.span * np.where(self.lognormal, 0.0, beta)
+        flat = self.lower + self.span * np.where(self.lognormal | self.pinned_mask, 0.0, beta)
         w: Array = np.where(self.lognormal, logn, flat)
         return w
 
@@ -192,7 +210,7 @@ class Priors:
             logn = self.offset + np.exp(self.mu + self.sigma * normal)
         logn = np.clip(logn, self.lower, np.where(self.bounded, self.upper, np.inf))
         flat = self.lower + self.span * beta_quantile(self.alpha, self.beta, p)
-        w: Array = np.where(self.lognormal, logn, flat)
+        w: Array = np.where(self.lognormal, logn, np.where(self.pinned_mask, self.lower, flat))
         return w
 
     def median_w(self) -> Array:
@@ -200,7 +218,7 @@ class Priors:
         with np.errstate(over="ignore"):  # a median near the float range: clipped
             logn = np.clip(self.offset + np.exp(self.mu), self.lower, self.upper)
         mean = self.lower + self.span * self.alpha / (self.alpha + self.beta)
-        w: Array = np.where(self.lognormal, logn, mean)
+        w: Array = np.where(self.lognormal, logn, np.where(self.pinned_mask, self.lower, mean))
         return w
 
 

@@ -8,6 +8,9 @@ A model file has these tables (see ``models/linux.toml`` for a complete one):
     A workload parameter: ``unit``, ``prior`` (``lognormal`` with ``median``, ``sigma`` and
     ``offset``; ``uniform``; ``beta`` with ``alpha``, ``beta``), ``lower``/``upper`` bounds,
     ``load = true`` when it scales with the workload's intensity (rates, CPU per second).
+    ``background = true`` for other tenants' share of a machine-wide counter: held at its
+    lower bound when a window observes none of the workload's own counters (no column a
+    counter names as ``workload_part``), where the workload is all the machine runs.
 ``[constants.<name>]``
     A machine characteristic: ``value``, ``unit``; ``calibrated = true`` when calibration
     measures it.
@@ -87,6 +90,7 @@ class ParameterSpec(_Strict):
     lower: float | None = None
     upper: float | None = None
     load: bool = False
+    background: bool = False
 
 
 class ConstantSpec(_Strict):
