@@ -310,7 +310,10 @@ class Sampler:
 
 def cpu_tables(raw: pd.DataFrame, cores: int) -> dict[str, pd.DataFrame]:
     """Per-sample utilisation tables from the cumulative samples (each row: the second that
-    ends at its time)."""
+    ends at its time). An interval in which the kernel's clock did not tick (the sampler's last
+    sample at exit can follow the one before within a tick) measures nothing and is left out."""
+    ticked = np.concatenate([[True], np.diff(raw["jiffies"].to_numpy()) > 0])
+    raw = raw[ticked]
     dt = raw["time"].diff().to_numpy()[1:]
     d = raw.drop(columns="time").diff().iloc[1:]
     stamp = raw["time"].to_numpy()[1:].round(3)
