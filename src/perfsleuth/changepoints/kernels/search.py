@@ -1279,6 +1279,7 @@ class _Practical:
             return tests[key]
 
         def judge(
+            z: FloatArray,
             sums: tuple[FloatArray, FloatArray, FloatArray],
             tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
             sigma: FloatArray,
@@ -1309,6 +1310,7 @@ class _Practical:
                 # the costly part, and most candidates fail before it; a segment of two single
                 # points cannot be tested (T is infinite there)
                 passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
+                passes = passes and _beyond_one_observation(z, sums, a, i, b, cost)
                 return seeded.Judged(i, a, b, delta, None if passes else False, float(effect.max()))
 
             # One column (most series): the same arithmetic on scalars, a fifth of the time.
@@ -1332,6 +1334,7 @@ class _Practical:
                 )  # fmt: skip
                 cost = self.penalty * log_n + math.log(n * (b - a) / (nl * nr))
                 passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
+                passes = passes and _beyond_one_observation(z, sums, a, i, b, cost)
                 return seeded.Judged(i, a, b, delta, None if passes else False, effect)
 
             return verdict
@@ -1396,7 +1399,7 @@ class _Practical:
             for _ in range(_PRUNE_ROUNDS):
                 sigma = _residual_scale(centred, [0, *found, n])
                 kept, gone = seeded.prune(
-                    found, n, judge(sums, tests, sigma), significant(sums, tests)
+                    found, n, judge(z, sums, tests, sigma), significant(sums, tests)
                 )
                 dropped += gone
                 placed = seeded.refine(sums[0], [k.index for k in kept], m)
@@ -1478,6 +1481,43 @@ class _Practical:
 
     def _level_alpha(self, length: int) -> float:
         return self.alpha * length / self.n if self.alpha_spending == "length" else self.alpha
+
+
+def _beyond_one_observation(
+    z: FloatArray,
+    sums: tuple[FloatArray, FloatArray, FloatArray],
+    a: int,
+    i: int,
+    b: int,
+    cost: float,
+) -> bool:
+    """Whether the split at ``i`` of [a, b) still pays ``cost`` (z², in long-run noise units)
+    without the most extreme observation of its shorter side, the one that pulls that side's
+    mean furthest from the other's: a shift that rests on one observation is a spike (listed in
+    ``ChangePoints.spikes``), not a change of level. O(1) from the prefix sums when no
+    observation of the side can carry the shift (its largest possible deviation is bounded by
+    the side's sum of squares); else one pass over the shorter side."""
+    nl, nr = i - a, b - i
+    s, e, k, long_side = (a, i, nl, slice(i, b)) if nl <= nr else (i, b, nr, slice(a, i))
+    if k < 2:
+        return False  # the whole side is one observation
+    ps, ps2, _ = sums
+    other = (ps[long_side.stop] - ps[long_side.start]) / (b - a - k)
+    mean = (ps[e] - ps[s]) / k
+    up = mean > other
+    weight = (k - 1) * (b - a - k) / (b - a - 1)
+
+    def pays(without: FloatArray) -> bool:
+        gap = np.where(up, without - other, other - without)  # the shift's own direction
+        return float((weight * np.maximum(gap, 0.0) ** 2).sum()) >= cost
+
+    ssq = np.maximum(ps2[e] - ps2[s] - k * mean * mean, 0.0)
+    worst = np.sqrt(ssq * (k - 1) / k)  # the largest deviation from the mean the side can hold
+    if pays(mean - np.where(up, worst, -worst) / (k - 1)):
+        return True
+    part = z[s:e]
+    extreme = np.where(up, part.max(axis=0), part.min(axis=0))
+    return pays((mean * k - extreme) / (k - 1))
 
 
 def _rejects(verdict: Assessment, statistic: float, alpha: float) -> bool:
