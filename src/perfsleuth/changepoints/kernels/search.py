@@ -1279,6 +1279,7 @@ class _Practical:
             return tests[key]
 
         def judge(
+            z: FloatArray,
             sums: tuple[FloatArray, FloatArray, FloatArray],
             tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
             sigma: FloatArray,
@@ -1309,6 +1310,7 @@ class _Practical:
                 # the costly part, and most candidates fail before it; a segment of two single
                 # points cannot be tested (T is infinite there)
                 passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
+                passes = passes and _beyond_one_observation(z, sums, a, i, b, cost)
                 return seeded.Judged(i, a, b, delta, None if passes else False, float(effect.max()))
 
             # One column (most series): the same arithmetic on scalars, a fifth of the time.
@@ -1330,8 +1332,14 @@ class _Practical:
                     effect >= self.min_effect and relative >= self.min_relative_change
                     and shift > 0
                 )  # fmt: skip
+                if not large and effect >= self.min_effect and shift > 0:
+                    large = _relative_without_extremes(
+                        centred[:, 0], own_sums, offset1, trend1 * i, a, i, b,
+                        self.min_relative_change,
+                    ) >= self.min_relative_change  # fmt: skip
                 cost = self.penalty * log_n + math.log(n * (b - a) / (nl * nr))
                 passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
+                passes = passes and _beyond_one_observation(z, sums, a, i, b, cost)
                 return seeded.Judged(i, a, b, delta, None if passes else False, effect)
 
             return verdict
@@ -1396,7 +1404,7 @@ class _Practical:
             for _ in range(_PRUNE_ROUNDS):
                 sigma = _residual_scale(centred, [0, *found, n])
                 kept, gone = seeded.prune(
-                    found, n, judge(sums, tests, sigma), significant(sums, tests)
+                    found, n, judge(z, sums, tests, sigma), significant(sums, tests)
                 )
                 dropped += gone
                 placed = seeded.refine(sums[0], [k.index for k in kept], m)
@@ -1478,6 +1486,91 @@ class _Practical:
 
     def _level_alpha(self, length: int) -> float:
         return self.alpha * length / self.n if self.alpha_spending == "length" else self.alpha
+
+
+def _relative_without_extremes(
+    column: FloatArray,
+    sums: tuple[FloatArray, FloatArray, FloatArray],
+    offset: float,
+    drift: float,
+    a: int,
+    i: int,
+    b: int,
+    floor: float,
+) -> float:
+    """The relative change at ``i`` of [a, b) (one column, the series' own scale) with each
+    side's level taken without its observation furthest from it: a level is not set by one
+    value (two values 10⁶ times the median made a 4σ step 1.6% of the mean). O(1) when no
+    observation can move a level enough (bounded by the side's sum of squares); else one pass
+    over the segment, and none when even the most one value per side could move the levels
+    leaves the change below ``floor``."""
+    ps, ps2, _ = sums
+    levels, moves = [], []
+    for s, e in ((a, i), (i, b)):
+        k = e - s
+        if k < 2:
+            return 0.0
+        total = float(ps[e, 0] - ps[s, 0])
+        mean = total / k
+        ssq = max(float(ps2[e, 0] - ps2[s, 0]) - k * mean * mean, 0.0)
+        levels.append((s, e, k, total, mean))
+        moves.append(math.sqrt(ssq * (k - 1) / k) / (k - 1))
+    (_, _, _, _, ml), (_, _, _, _, mr) = levels
+    top = max(abs(ml + offset + drift), abs(mr + offset + drift)) - max(moves)
+    if top <= 0:
+        return math.inf
+    best = (abs(mr - ml) + sum(moves)) / top  # the most any one value per side can change
+    if best < floor:
+        return best
+    without = []
+    for s, e, k, total, mean in levels:
+        part = column[s:e]
+        far = float(part[int(np.argmax(np.abs(part - mean)))])
+        without.append((total - far) / (k - 1) + offset)
+    lev_l, lev_r = without
+    top = max(abs(lev_l + drift), abs(lev_r + drift))
+    return abs(lev_r - lev_l) / top if top > 0 else 0.0
+
+
+def _beyond_one_observation(
+    z: FloatArray,
+    sums: tuple[FloatArray, FloatArray, FloatArray],
+    a: int,
+    i: int,
+    b: int,
+    cost: float,
+) -> bool:
+    """Whether the split at ``i`` of [a, b) still pays ``cost`` (z², in long-run noise units)
+    without the most extreme observation of its shorter side, the one that pulls that side's
+    mean furthest from the other's: a shift that rests on one observation is a spike (listed in
+    ``ChangePoints.spikes``), not a change of level. O(1) from the prefix sums when no
+    observation of the side can carry the shift (its largest possible deviation is bounded by
+    the side's sum of squares); else one pass over the shorter side."""
+    nl, nr = i - a, b - i
+    s, e, k = (a, i, nl) if nl <= nr else (i, b, nr)
+    if k < 2:
+        return False  # the whole side is one observation
+    ps, ps2, _ = sums
+    weight = (k - 1) * (b - a - k) / (b - a - 1)
+    sides = []
+    bound = 0.0
+    for j in range(z.shape[1]):
+        total = float(ps[b, j] - ps[a, j])
+        mean = float(ps[e, j] - ps[s, j]) / k
+        other = (total - mean * k) / (b - a - k)
+        ssq = max(float(ps2[e, j] - ps2[s, j]) - k * mean * mean, 0.0)
+        worst = math.sqrt(ssq * (k - 1) / k)  # the largest deviation the side can hold
+        sides.append((mean, other))
+        bound += weight * max(abs(mean - other) - worst / (k - 1), 0.0) ** 2
+    if bound >= cost:
+        return True
+    exact = 0.0
+    for j, (mean, other) in enumerate(sides):
+        part = z[s:e, j]
+        up = mean > other
+        without = (mean * k - float(part.max() if up else part.min())) / (k - 1)
+        exact += weight * max(without - other if up else other - without, 0.0) ** 2
+    return exact >= cost
 
 
 def _rejects(verdict: Assessment, statistic: float, alpha: float) -> bool:
