@@ -33,22 +33,21 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import itertools  # noqa: E402
-import math  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 from scipy.ndimage import median_filter  # noqa: E402
 from scipy.signal import lfilter  # noqa: E402
-from scipy.stats import yeojohnson, yeojohnson_normmax  # noqa: E402
+from scipy.stats import yeojohnson_normmax  # noqa: E402
 
 from changepoints import PERIOD, real_shaped, recall  # noqa: E402
 from perfsleuth.changepoints.kernels import search  # noqa: E402
 from perfsleuth.stats import robust  # noqa: E402
 
 FloatArray = npt.NDArray[np.float64]
-FIT_POINTS = 4096  # as search._SYMMETRISE_FIT_POINTS
 
 
 def _winsorised_std(column: FloatArray) -> float:
@@ -65,28 +64,6 @@ UNITS: dict[str, Callable[[FloatArray, int], float]] = {
     "sample": lambda column, step: float(np.std(column[::step])),
     "winsorised": lambda column, step: _winsorised_std(column),
 }
-
-
-def symmetrised_in(unit: Callable[[FloatArray, int], float]) -> Callable[[FloatArray], FloatArray]:
-    """``search._symmetrised`` with the λ fit's unit replaced (same clamp, same rescaling)."""
-
-    def symmetrised(xc: FloatArray) -> FloatArray:
-        out = np.zeros_like(xc)
-        step = max(1, xc.shape[0] // FIT_POINTS)
-        for j in range(xc.shape[1]):
-            column = xc[:, j]
-            spread = float(np.std(column))
-            if spread <= 0.0 or not np.any(column != column[0]):
-                continue
-            z = (column - np.median(column)) / (unit(column, step) or spread)
-            lam = min(max(float(yeojohnson_normmax(z[::step])), -1.0), 3.0)
-            y = np.asarray(yeojohnson(z, lmbda=lam), dtype=np.float64)
-            y -= y.mean()
-            size = float(np.std(y))
-            out[:, j] = y * (spread / size) if size > 0.0 and math.isfinite(size) else column
-        return out
-
-    return symmetrised
 
 
 def single_spike_segments(x: FloatArray, indices: tuple[int, ...]) -> tuple[int, int]:
@@ -141,7 +118,8 @@ def main() -> None:
     parser.add_argument("--spiky", type=int, default=0, help="R spiky series instead")
     args = parser.parse_args()
     if args.unit != "library":
-        search._symmetrised = symmetrised_in(UNITS[args.unit])  # type: ignore[attr-defined]
+        # the library's transform with the λ fit's unit replaced
+        search._symmetrised = functools.partial(search._symmetrised, unit=UNITS[args.unit])  # type: ignore[assignment]
     if args.spiky:
         spiky_summary(args.spiky)
         return
@@ -151,7 +129,7 @@ def main() -> None:
             found = search.find_change_points(x).indices
             short, single = single_spike_segments(x, found)
             c = x - x.mean()
-            step = max(1, n // FIT_POINTS)
+            step = max(1, n // search._SYMMETRISE_FIT_POINTS)
             std, mad = float(np.std(c)), robust.robust_scale(c)
             lam = {
                 name: float(yeojohnson_normmax(((c - np.median(c)) / s)[::step]))

@@ -484,12 +484,15 @@ _SYMMETRISE_FIT_POINTS = 4096  # λ is fitted on at most about this many evenly 
 _LAMBDA_MIN, _LAMBDA_MAX = -1.0, 3.0  # Yeo–Johnson λ: no stronger than a reciprocal on either tail
 
 
-def _symmetrised(xc: FloatArray) -> FloatArray:
+def _symmetrised(
+    xc: FloatArray, unit: Callable[[FloatArray, int], float] | None = None
+) -> FloatArray:
     """Per column, the Yeo–Johnson power transform with λ fitted by maximum likelihood, centred
     and scaled back to the column's standard deviation.
 
-    The column is first standardised by its median and its typical spread
-    (:func:`_typical_spread`; so the result does not depend on the series' units or offset).
+    The column is first standardised by its median and its typical spread (``unit(column,
+    step)``, default :func:`_typical_spread`; so the result does not depend on the series'
+    units or offset; `benchmarks/changepoints_fragments.py` tries other units).
     For Gaussian noise the fitted λ is ≈ 1 and the transform nearly the identity, so the
     Gaussian FPA table still applies; for right-skewed
     noise (response times, queue lengths) it shortens the long tail that the optimal split
@@ -500,6 +503,7 @@ def _symmetrised(xc: FloatArray) -> FloatArray:
     """
     from scipy.stats import yeojohnson, yeojohnson_normmax  # only the robust search needs it
 
+    unit = unit or _typical_spread
     out = np.zeros_like(xc)
     step = max(1, xc.shape[0] // _SYMMETRISE_FIT_POINTS)
     for j in range(xc.shape[1]):
@@ -507,7 +511,7 @@ def _symmetrised(xc: FloatArray) -> FloatArray:
         spread = float(np.std(column))
         if spread <= 0.0 or not np.any(column != column[0]):
             continue  # constant: stays exactly zero
-        z = (column - np.median(column)) / (_typical_spread(column, step) or spread)
+        z = (column - np.median(column)) / (unit(column, step) or spread)
         # For λ < 0 the transform squeezes everything above the median under a ceiling of
         # 1/|λ| and stretches what lies below: fitted λ = −10 on a latency series with bursts
         # of slow queries, small moves among its fast values became two false change points;
