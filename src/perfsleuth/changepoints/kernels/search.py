@@ -1355,7 +1355,10 @@ class _Practical:
             def test(judged: seeded.Judged) -> bool:
                 a, i, b = judged.start, judged.index, judged.stop
                 t, _, outcome = tested(sums, tests, a, i, b)
-                return _rejects(outcome, t, self._level_alpha(b - a))
+                level = self._level_alpha(b - a)
+                return _rejects(outcome, t, level) or (
+                    self.dims == 1 and _lone_jump(sym[a:b, 0], i - a, level)
+                )
 
             return test
 
@@ -1534,6 +1537,29 @@ def _relative_without_extremes(
     lev_l, lev_r = without
     top = max(abs(lev_l + drift), abs(lev_r + drift))
     return abs(lev_r - lev_l) / top if top > 0 else 0.0
+
+
+_JUMP_TAIL_INDEX: float | None = 3.0  # tail index the lone-jump test is calibrated for
+
+
+def _lone_jump(segment: FloatArray, at: int, alpha: float) -> bool:
+    """Whether the step into ``segment[at]`` is the segment's one outsized move: its first
+    difference, about their median, at least ``alpha ** (-1 / 3)`` times every other one.
+
+    A random walk explains any shift of its segment means (the paper's T, tested at the
+    segment's lag-1 autocorrelation near 1, is never significant), but not a single move
+    many times its others: a level shift is one difference, a spike two of opposite signs.
+    For independent moves with a tail no heavier than a power law of index 3 (the "cubic
+    law" of price returns, heavier than Gaussian or exponential noise), the largest of them
+    exceeds c times the next largest with probability at most c⁻³, whatever the scale and
+    however many there are: so c = α^(−1/3) (2.7 at α = .05) keeps the level."""
+    if _JUMP_TAIL_INDEX is None or at < 1 or segment.size < 4:
+        return False
+    d = np.diff(segment)
+    dev = np.abs(d - np.median(d))
+    jump = float(dev[at - 1])
+    dev[at - 1] = 0.0
+    return jump > 0 and jump >= alpha ** (-1.0 / _JUMP_TAIL_INDEX) * float(dev.max())
 
 
 def _beyond_one_observation(
