@@ -213,14 +213,17 @@ def load_events(repo: Repo) -> list[Case]:
 
 
 def load_short(mirror: Path, sc_repo: Repo) -> tuple[list[Case], list[str]]:
-    """The ``short`` group: its own series alternate between the halves by name; the
-    ``events`` series keep their ``events`` halves (part of them was tuned on)."""
+    """The ``short`` group: its own series alternate between the halves by name, each batch on
+    its own; the ``events`` series keep their ``events`` halves (part of them was tuned on)."""
     from changepoints_short import load_short as series_of
 
-    found, notes = series_of(mirror)
-    cases = [Case("short", name, values, points=points) for name, values, points, _ in found]
-    for i, case in enumerate(sorted(cases, key=lambda c: c.name)):
-        case.half = "tune" if i % 2 == 0 else "held-out"
+    batches, notes = series_of(mirror)
+    cases = []
+    for found in batches:
+        batch = [Case("short", name, values, points=points) for name, values, points, _ in found]
+        for i, case in enumerate(sorted(batch, key=lambda c: c.name)):
+            case.half = "tune" if i % 2 == 0 else "held-out"
+        cases += batch
     if sc_repo.exists():
         for i, case in enumerate(sorted(load_events(sc_repo), key=lambda c: c.name)):
             case.group, case.half = "short", "tune" if i % 2 == 0 else "held-out"
