@@ -252,14 +252,19 @@ def _pair_scales(*parts: FloatArray) -> list[float]:
     sums and of the differences came out equal (or one lattice step apart), which reads as
     ρ = 0, i.e. φ = 1, a random walk: a long-run scale 22 times the noise's, and an outbreak
     of 14–47 cases among them no change. The trimmed mean moves with every value."""
-    devs = [np.abs(r - np.median(r)) for r in parts]
-    mads = [float(np.median(dev)) for dev in devs]
+    devs, mads = [], []
+    for r in parts:  # fresh arrays: reordered and overwritten, as in _mad_scale_in_place
+        dev = np.abs(r - _median_in_place(r), out=r)
+        mads.append(_median_in_place(dev))
+        devs.append(dev)
+    tol = [1e-9 * mad for mad in mads]
     if all(
-        mad == 0 or np.count_nonzero(np.abs(dev - mad) <= 1e-9 * mad) < _LATTICE_TIES * dev.size
-        for dev, mad in zip(devs, mads, strict=True)
+        mad == 0 or np.count_nonzero((dev >= mad - t) & (dev <= mad + t)) < _LATTICE_TIES * dev.size
+        for dev, mad, t in zip(devs, mads, tol, strict=True)
     ):
         return [mad * _MAD for mad in mads]
-    return [float(np.sort(dev)[: max(1, (3 * dev.size) // 4)].mean()) for dev in devs]
+    keep = [max(1, (3 * dev.size) // 4) for dev in devs]
+    return [float(np.partition(dev, k - 1)[:k].mean()) for dev, k in zip(devs, keep, strict=True)]
 
 
 def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[float, float]:
