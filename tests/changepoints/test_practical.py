@@ -171,3 +171,31 @@ def test_a_single_step_in_a_short_series_is_not_swallowed_by_a_trend() -> None:
     found = find_change_points(x)
     assert found.indices == (20,)
     assert not any(found.trend)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_an_outbreak_among_weekly_counts_is_found(seed: int) -> None:
+    # Counts of 0-3 a week: on the symmetrised scale their first differences sit on a
+    # lattice that tied both MADs of the robust phi, which read as phi = .99 (a random walk),
+    # and an outbreak of ~30 cases a week for 12 weeks was no change (seeds 5 and 7).
+    rng = np.random.default_rng(seed)
+    x = rng.poisson(1.0, 200).astype(float)
+    x[60:72] = rng.poisson(30.0, 12)
+    assert find_change_points(x).indices == (60, 72)
+
+
+def test_a_lone_jump_in_a_random_walk_is_a_change_point() -> None:
+    # A random walk explains any shift of its segment means (the paper's T at a lag-1
+    # autocorrelation near 1 is never significant: 6 of 20 found), but not one move 30
+    # times the others (a price on the day trading reopened after 11 September 2001); a
+    # spike of the same size is two such moves of opposite signs and stays no point.
+    steps = spikes = 0
+    for seed in range(20):
+        walk = np.cumsum(np.random.default_rng(seed).standard_normal(200))
+        step, spike = walk.copy(), walk.copy()
+        step[60:] -= 30.0
+        spike[60] += 30.0
+        steps += any(abs(i - 60) <= 1 for i in find_change_points(step).indices)
+        spikes += any(abs(i - 60) <= 1 for i in find_change_points(spike).indices)
+    assert steps >= 16
+    assert spikes == 0

@@ -278,3 +278,16 @@ def test_long_medians_are_numpys(n: int) -> None:
     ]
     for x in cases:
         assert _median_in_place(x.copy()) == float(np.median(x))
+
+
+def test_difference_phi_of_counts_on_a_lattice() -> None:
+    # Weekly counts of 0-3 with an outbreak, on the scale the search symmetrises them to:
+    # both MADs of the robust phi landed on one lattice value (phi = .99, a random walk);
+    # the counts are independent draws.
+    from perfsleuth.changepoints.kernels.search import _centre, _symmetrised
+
+    for seed in (5, 7):
+        rng = np.random.default_rng(seed)
+        x = rng.poisson(1.0, 200).astype(float)
+        x[60:72] = rng.poisson(30.0, 12)
+        assert difference_phi(_symmetrised(_centre(x[:, None]))[:, 0]) < 0.5
