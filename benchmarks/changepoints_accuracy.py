@@ -12,8 +12,8 @@ Corpus (nothing here is tuned per series; every method runs with its defaults):
   events: Boston youth homicides and Operation Ceasefire (May 1996), German M1 and the monetary
   union (1990 Q3), the Grossarl parish series and the dated moral, political and marriage
   regulations (the ``morals``/``politics``/``nuptiality`` factors shipped with the data);
-* ``short`` — 27 short (62–646 points) public real series with change points documented outside
-  any benchmark: the four ``events`` series (in their ``events`` halves) and 23 more from R's
+* ``short`` — 29 short (62–646 points) public real series with change points documented outside
+  any benchmark: the four ``events`` series (in their ``events`` halves) and 25 more from R's
   datasets and CRAN packages (``benchmarks/changepoints_short.py`` lists each series, its
   licence and the reference for its annotation), read from fetched snapshots under ``--mirror``.
 
@@ -23,8 +23,9 @@ NAB (MIT licence) and strucchange (GPL-2/3) are read from their public repositor
 missing is skipped with a note. The NAB ``.rda`` files need ``pyreadr``.
 
 Halves: within each group the series are sorted by name and alternate between ``tune`` (even
-positions) and ``held-out`` (odd). Only the ``tune`` half was looked at while choosing the
-defaults; both are printed.
+positions) and ``held-out`` (odd); in ``short`` each batch of series added alternates on its own
+(``changepoints_short.py``), so the halves of the earlier ones stay. Only the ``tune`` half was
+looked at while choosing the defaults; both are printed.
 
 Methods: ``perfsleuth`` (``find_change_points(values)``, defaults); ``binseg-default``, binary
 segmentation with its default penalty as the change-point literature's benchmarks run it: R
