@@ -30,7 +30,9 @@ the only change if the others are right, with three requirements:
 
 * **significant** — the significance test of the search (FPA by default) at the level spent on
   that segment's length, applied to the series standardised by its long-run noise scale, i.e.
-  with the null distribution of the optimal split of an independent series;
+  with the null distribution of the optimal split of an independent series; or, where a
+  random walk explains the segment means, a lone jump (one move many times every other:
+  ``search._lone_jump``);
 * **large** — the shift is at least ``min_effect`` noise standard deviations and
   ``min_relative_change`` of the larger of the two levels (practical significance: long series
   make tiny shifts significant);
