@@ -108,6 +108,7 @@ from perfsleuth.segments.kernels.cpumodel import (
     idle_test,
     shift_test,
 )
+from perfsleuth.segments.kernels.excess import excess_stretch, stretch_spread
 from perfsleuth.segments.kernels.ownstep import OwnStep, own_steps, step_at, step_bar
 from perfsleuth.segments.kernels.segmentation import Segmentation, segment_regression
 from perfsleuth.segments.kernels.signature import (
@@ -355,14 +356,17 @@ class SegmentDetector(DetectorMixin):
         pieces = self._classify(data, seg)
         spans = _extend([(p.start, p.stop) for p in pieces if _hosts(p)], pieces)
         spans = self._refine(data, spans, max(1, self._min_size(k) // 2))
+        episodes = self._anomalies(data, spans)
+        # the search for changes of code leaves out what the CPU model's segmentation found
+        # out of the ordinary, reported as an anomaly or not
         groups, models, boundaries = self._reconcile(data, spans)
         signatures = tuple(self._signature(data, _rows(g)) for g in groups)
         fitted = np.full(m, np.nan)
         for g, model in zip(groups, models, strict=True):
             rows = _rows(g)
             fitted[rows] = model.predict(data.counts[rows], data.width[rows])
-        episodes = _gaps(spans, m)
-        findings = [anomaly_finding(self, data, e, spans, pieces) for e in episodes]
+        between = _gaps(episodes, m)
+        findings = [anomaly_finding(self, data, e, between, pieces) for e in episodes]
         findings += change_findings(self, data, boundaries, groups)
         return SegmentAnalysis(
             detector=self,
@@ -965,6 +969,50 @@ class SegmentDetector(DetectorMixin):
             out.append((a, b))
         return out
 
+    def _anomalies(self, data: Windows, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The anomalies placed, and kept, by their excess over one CPU model of all the normal
+        windows (:mod:`~perfsleuth.segments.kernels.excess`).
+
+        Each anomalous stretch is searched again, with ``min_duration`` seconds either side
+        (not into another), for the stretch whose excess explains the windows best. It is an
+        anomaly when its mean excess per second is ``threshold`` times the model's spread over
+        every other stretch as long as it, and an inner edge of it lies where the mix did not
+        change: more CPU than a linear model predicts, beginning and ending with a mix, is the
+        model's error on that mix. Other windows are normal; windows freed from an anomaly join
+        the normal span they touch. Returns the normal spans, cut where they were.
+        """
+        m = len(data.cpu)
+        episodes = _gaps(spans, m)
+        normal = _rows(spans) if spans else np.empty(0, dtype=np.intp)
+        if len(normal) < 2 * (len(data.types) + 2):
+            return episodes
+        design = np.column_stack([data.width, data.counts])
+        beta, *_ = np.linalg.lstsq(design[normal], data.cpu[normal], rcond=None)
+        excess = data.cpu - design @ beta
+        rate = excess / data.width
+        noise = float(np.std(rate[normal]))  # the model's misses on normal windows, mixes' too
+        if not noise > 0:
+            return episodes
+        width = float(np.median(data.width))
+
+        def anomalous(s: int, e: int) -> bool:
+            level = float(excess[s:e].sum() / data.width[s:e].sum())
+            rest = np.r_[0:s, e:m]  # every other stretch as long as this one
+            spread = stretch_spread(excess[rest], data.width[rest], e - s)
+            if not math.isfinite(spread):
+                return True  # too long to compare with the rest: the segmentation's verdict
+            return level >= self.threshold * spread
+
+        reach = max(1, math.ceil(self.min_duration / width))
+        kept: list[tuple[int, int]] = []
+        for i, (a, b) in enumerate(episodes):
+            lo = max(a - reach, episodes[i - 1][1] if i else 0)
+            hi = min(b + reach, episodes[i + 1][0] if i + 1 < len(episodes) else m)
+            s, e = excess_stretch(rate, noise, lo, hi)
+            if e > s and anomalous(s, e):
+                kept.append((s, e))
+        return _merged(kept)
+
     def _outlier(self, data: Windows, i: int, model: CpuModel) -> bool:
         """Whether ``model`` leaves window i at least ``threshold`` residual standard deviations
         and ``allowed_error`` of its CPU unexplained (True also when it cannot tell)."""
@@ -1189,6 +1237,17 @@ def _extend(normal: list[tuple[int, int]], pieces: list[Piece]) -> list[tuple[in
 def _hosts(piece: Piece) -> bool:
     """A normal piece that stands on its own (not absorbed into a neighbour)."""
     return piece.label == "normal" and piece.absorbed_into < 0
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[start, stop)`` ranges with those that overlap or touch merged, in order."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def _gaps(spans: list[tuple[int, int]], m: int) -> list[tuple[int, int]]:
