@@ -31,8 +31,16 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    is at least half the anomaly's (nearer it than none); otherwise it joins the neighbour
    that explains it best, never one across an anomaly. An anomaly's edge windows are moved
    to it only when they are outliers with an excess nearer its own than none (``_refine``).
-   Consecutive anomalous segments form one ``workload_anomaly`` finding.
-4. **finds the application changes** in the normal windows (anomalies left out) by binary
+   Consecutive anomalous segments form one stretch. Each stretch is then placed, and kept,
+   by its excess over **one CPU model of all the normal windows** (``_anomalies``,
+   :mod:`~perfsleuth.segments.kernels.excess`): within it and ``min_duration`` seconds
+   either side, the anomaly is the stretch whose excess explains the windows best (by
+   likelihood, window by window, not where a segment happened to be cut), reported as a
+   ``workload_anomaly`` when its mean excess is ``threshold`` times the model's spread over
+   every other stretch as long as it — a neighbour's model, fitted on one mix, misses the
+   next mix by 10–60% on a busy host; one model of all the mixes misses each by less.
+4. **finds the application changes** in the normal windows (the segmentation's anomalous
+   stretches left out, whether reported or not) by binary
    segmentation of each type's **own latency**
    (:mod:`~perfsleuth.segments.kernels.ownstep`): its latency with the window's common stretch
    and tilt, fitted on the other types, taken out. Load, mix, co-tenants and queueing move
@@ -970,16 +978,17 @@ class SegmentDetector(DetectorMixin):
         return out
 
     def _anomalies(self, data: Windows, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """The anomalies placed, and kept, by their excess over one CPU model of all the normal
-        windows (:mod:`~perfsleuth.segments.kernels.excess`).
+        """The anomalies, ``[start, stop)`` window ranges in order: the stretches the normal
+        ``spans`` leave, each placed, and kept, by its excess over one CPU model of all the
+        normal windows (:mod:`~perfsleuth.segments.kernels.excess`).
 
-        Each anomalous stretch is searched again, with ``min_duration`` seconds either side
-        (not into another), for the stretch whose excess explains the windows best. It is an
-        anomaly when its mean excess per second is ``threshold`` times the model's spread over
-        every other stretch as long as it, and an inner edge of it lies where the mix did not
-        change: more CPU than a linear model predicts, beginning and ending with a mix, is the
-        model's error on that mix. Other windows are normal; windows freed from an anomaly join
-        the normal span they touch. Returns the normal spans, cut where they were.
+        Each stretch is searched again, with ``min_duration`` seconds either side (not into
+        another), for the stretch whose excess explains the windows best
+        (:func:`excess_stretch`). It is an anomaly when its mean excess per second is
+        ``threshold`` times the model's spread over every other stretch as long as it
+        (:func:`stretch_spread`); when too long to compare with the rest, the segmentation's
+        verdict stands. The spread is not a window's noise: a linear model misses one mix by
+        more than another, and a stretch of CPU it misses by no more than that is not reported.
         """
         m = len(data.cpu)
         episodes = _gaps(spans, m)
