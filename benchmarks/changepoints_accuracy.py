@@ -80,7 +80,19 @@ import numpy.typing as npt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 FloatArray = npt.NDArray[np.float64]
-Detector = Callable[[FloatArray], Sequence[int]]
+
+
+@dataclass(frozen=True)
+class Detections:
+    """What a method reports beyond change points: ``spikes``, the indices of the spike
+    findings an operator sees (perfsleuth: the most extreme observation of each of the
+    ``DEFAULT_TOP_SPIKES`` largest spike runs of a series)."""
+
+    points: Sequence[int]
+    spikes: Sequence[int] = ()
+
+
+Detector = Callable[[FloatArray], Sequence[int] | Detections]
 
 MACHINE = Path(__file__).resolve().parent / "data" / "changepoints"
 NAB_DEFAULT = Path("/work/.mirror/numenta+NAB/repo")
@@ -320,18 +332,23 @@ def noise_sigma(x: FloatArray) -> float:
     return 1.0
 
 
-def perfsleuth_defaults(x: FloatArray) -> list[int]:
+def perfsleuth_defaults(x: FloatArray) -> Detections:
+    return perfsleuth_with({})(x)
+
+
+def perfsleuth_with(options: dict[str, float]) -> Callable[[FloatArray], Detections]:
+    """perfsleuth with some options changed (``--variant min_effect=2,penalty=5``); its spike
+    findings are those of :class:`~perfsleuth.ChangePointDetector` (``top_spikes`` largest spike
+    runs of each series, or ``top_spikes=K`` among the options)."""
     from perfsleuth import find_change_points
+    from perfsleuth.changepoints.kernels.search import DEFAULT_TOP_SPIKES
 
-    return list(find_change_points(x).indices)
+    chosen = dict(options)
+    top = int(chosen.pop("top_spikes", DEFAULT_TOP_SPIKES))
 
-
-def perfsleuth_with(options: dict[str, float]) -> Detector:
-    """perfsleuth with some options changed (``--variant min_effect=2,penalty=5``)."""
-    from perfsleuth import find_change_points
-
-    def detect(x: FloatArray) -> list[int]:
-        return list(find_change_points(x, **options).indices)  # type: ignore[arg-type]
+    def detect(x: FloatArray) -> Detections:
+        result = find_change_points(x, **chosen)  # type: ignore[arg-type]
+        return Detections(list(result.indices), [r.index for r in result.spike_runs[:top]])
 
     return detect
 
@@ -450,6 +467,7 @@ def available_methods() -> tuple[dict[str, Detector], list[str]]:
 class Row:
     series: int = 0
     points: int = 0
+    spikes: int = 0  # spike findings (window groups count them as detections)
     windows: int = 0
     hit: int = 0
     inside: int = 0
@@ -457,12 +475,19 @@ class Row:
     cover: list[float] = field(default_factory=list)
     seconds: float = 0.0
 
-    def add(self, case: Case, found: Sequence[int], seconds: float) -> dict[str, float]:
+    def add(
+        self, case: Case, points: Sequence[int], spikes: Sequence[int], seconds: float
+    ) -> dict[str, float]:
+        """Score one series: change points against annotated points; change points and spike
+        findings (everything an operator is shown) against labelled anomaly windows."""
         self.series += 1
-        self.points += len(found)
+        self.points += len(points)
+        self.spikes += len(spikes)
         self.seconds += seconds
-        out: dict[str, float] = {"points": len(found), "seconds": seconds}
+        out: dict[str, float] = {"points": len(points), "spikes": len(spikes), "seconds": seconds}
+        found = points
         if case.windows is not None:
+            found = [*points, *spikes]
             inside = sum(any(a <= p <= b for a, b in case.windows) for p in found)
             hit = sum(any(a <= p <= b for p in found) for a, b in case.windows)
             self.windows += len(case.windows)
@@ -474,7 +499,7 @@ class Row:
             self.f1.append(f1)
             out.update(hit=hit, windows=len(case.windows), f1=f1)
         if case.points is not None:
-            f1, cover = f1_margin(case.points, found), covering(case.points, found, case.n)
+            f1, cover = f1_margin(case.points, points), covering(case.points, points, case.n)
             self.f1.append(f1)
             self.cover.append(cover)
             out.update(f1=f1, cover=cover)
@@ -482,11 +507,13 @@ class Row:
 
     def cells(self) -> list[str]:
         hit = f"{self.hit}/{self.windows}" if self.windows else "–"
-        outside = f"{1 - self.inside / self.points:.0%}" if self.windows and self.points else "–"
+        found = self.points + self.spikes
+        outside = f"{1 - self.inside / found:.0%}" if self.windows and found else "–"
         cover = f"{np.mean(self.cover):.3f}" if self.cover else "–"
         return [
             str(self.series),
             str(self.points),
+            str(self.spikes),
             hit,
             outside,
             f"{np.mean(self.f1):.3f}" if self.f1 else "–",
@@ -537,10 +564,14 @@ def main() -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 t0 = time.perf_counter()
-                found = sorted(int(p) for p in detect(case.values))
+                found = detect(case.values)
                 seconds = time.perf_counter() - t0
+            if not isinstance(found, Detections):
+                found = Detections(found)
+            points = sorted(int(p) for p in found.points)
+            spikes = sorted(int(p) for p in found.spikes)
             for key in ((case.group, case.half, name), (case.group, "both", name)):
-                out = rows.setdefault(key, Row()).add(case, found, seconds)
+                out = rows.setdefault(key, Row()).add(case, points, spikes, seconds)
             if args.per_series:
                 detail = " ".join(f"{k}={v:.3g}" for k, v in out.items())
                 print(f"{case.group:9} {case.half:8} {case.name:42} {name:14} {detail}")
@@ -550,8 +581,8 @@ def main() -> None:
 
 
 def print_table(rows: dict[tuple[str, str, str], Row], methods: list[str]) -> None:
-    header = ["group", "half", "method", "series", "points", "windows hit", "outside", "F1",
-              "cover", "seconds"]  # fmt: skip
+    header = ["group", "half", "method", "series", "points", "spikes", "windows hit", "outside",
+              "F1", "cover", "seconds"]  # fmt: skip
     lines = [header]
     halves = {"tune": 0, "held-out": 1, "both": 2}
     for (group, half, name), row in sorted(
@@ -581,6 +612,7 @@ def from_log(path: Path) -> tuple[dict[tuple[str, str, str], Row], list[str]]:
             row = rows.setdefault(key, Row())
             row.series += 1
             row.points += int(v["points"])
+            row.spikes += int(v.get("spikes", 0))
             row.seconds += v["seconds"]
             if "windows" in v:
                 row.windows += int(v["windows"])
@@ -589,7 +621,8 @@ def from_log(path: Path) -> tuple[dict[tuple[str, str, str], Row], list[str]]:
                 recall = v["hit"] / v["windows"] if v["windows"] else 1.0
                 f1 = v["f1"]
                 precision = f1 * recall / (2 * recall - f1) if 2 * recall - f1 > 0 else 0.0
-                row.inside += round(precision * v["points"]) if v["points"] else 0
+                found = v["points"] + v.get("spikes", 0)
+                row.inside += round(precision * found) if found else 0
             if "f1" in v:
                 row.f1.append(v["f1"])
             if "cover" in v:

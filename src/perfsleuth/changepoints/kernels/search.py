@@ -249,6 +249,20 @@ class Segment:
 
 
 @dataclass(frozen=True, slots=True)
+class SpikeRun:
+    """Spikes close together: observations ``start`` to ``stop - 1`` hold ``count`` spikes, no
+    two consecutive ones more than ``min_size`` apart. ``index`` is the most extreme, ``size``
+    its distance from the model in robust noise σ (on the symmetrised scale, as spikes are
+    judged)."""
+
+    start: int
+    stop: int
+    index: int
+    size: float
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
 class ChangePoints:
     """Result of :func:`find_change_points`.
 
@@ -259,9 +273,10 @@ class ChangePoints:
     the effect-size floor; for the default search, every candidate it dropped, judged on its
     last segment (for plots and for asking "why not here?"). With ``robust``: ``period`` is the
     removed cycle (observations) or None, ``spikes`` the observations far from the model (kept
-    in the data; ``outliers`` counts them), ``trend`` the removed slope per observation (per
-    column; 0 when none). ``fitted`` (n × dims) is the model in the series' units: segment
-    levels plus trend plus cycle.
+    in the data; ``outliers`` counts them) and ``spike_runs`` the same spikes grouped into runs,
+    largest first, ``trend`` the removed slope per observation (per column; 0 when none).
+    ``fitted`` (n × dims) is the model in the series' units: segment levels plus trend plus
+    cycle.
     """
 
     indices: tuple[int, ...]
@@ -281,6 +296,7 @@ class ChangePoints:
     fitted: FloatArray | None = dataclasses.field(default=None, compare=False, repr=False)
     min_relative_change: float = 0.0
     penalty: float = 0.0
+    spike_runs: tuple[SpikeRun, ...] = ()
 
     @property
     def outliers(self) -> int:
@@ -665,6 +681,7 @@ _LOG = logging.getLogger(__name__)
 _LOG_PROGRESS_LENGTH = 100_000  # longer series log their progress at INFO
 _SMALL_MIN_SIZE = 5  # the default min_size, or a quarter of a shorter series
 _SPIKE_K = 5.0  # a spike: this many robust σ from the model, on the symmetrised scale
+DEFAULT_TOP_SPIKES = 2  # spike runs per series reported as findings, the largest
 _NOISE_ROUNDS = 4  # re-measurements of the noise on the residuals; points settle in 2-3
 _CANDIDATE_ALPHA = 0.05  # level at which one seeded interval proposes its split
 _PRUNE_ROUNDS = 3  # prune, re-place, prune again: settles in one or two
@@ -853,7 +870,7 @@ def find_change_points(
         )
         for i, p in enumerate(accepted)
     )
-    spikes = _spikes(x - fitted, bounds) if robust_search else ()
+    spikes, spike_runs = _spikes(x - fitted, bounds, size) if robust_search else ((), ())
     log(
         "change points: %d found, %d candidate(s) dropped, %.2f s",
         len(points),
@@ -880,6 +897,7 @@ def find_change_points(
         fitted=fitted * unit,
         min_relative_change=float(min_relative_change) if robust else 0.0,
         penalty=float(penalty) if robust else 0.0,
+        spike_runs=spike_runs,
     )
 
 
@@ -1025,17 +1043,27 @@ def _without_cycle(x: FloatArray, min_size: int) -> tuple[FloatArray, int | None
     return flat, period, x - flat
 
 
-def _spikes(resid: FloatArray, bounds: list[int]) -> tuple[int, ...]:
+def _spikes(
+    resid: FloatArray, bounds: list[int], min_size: int
+) -> tuple[tuple[int, ...], tuple[SpikeRun, ...]]:
     """Observations more than ``_SPIKE_K`` robust σ from the model in some column, judged after
-    the symmetrising transform so that a long right tail (latencies) is not all spikes."""
-    out = np.zeros(resid.shape[0], dtype=bool)
+    the symmetrising transform so that a long right tail (latencies) is not all spikes; and the
+    same grouped into runs (none more than ``min_size`` from the next), largest first."""
+    size = np.zeros(resid.shape[0])
     sym = _symmetrised(resid - resid.mean(axis=0))
     for j in range(resid.shape[1]):
         r = sym[:, j] - np.median(sym[:, j])
         sigma = robust_mod.robust_scale(r)
         if sigma > 0:
-            out |= np.abs(r) > _SPIKE_K * sigma
-    return tuple(int(i) for i in np.flatnonzero(out))
+            size = np.maximum(size, np.abs(r) / sigma)
+    spikes = np.flatnonzero(size > _SPIKE_K)
+    runs = []
+    for run in np.split(spikes, np.flatnonzero(np.diff(spikes) > min_size) + 1):
+        if run.size:
+            peak = int(run[np.argmax(size[run])])
+            runs.append(SpikeRun(int(run[0]), int(run[-1]) + 1, peak, float(size[peak]), run.size))
+    runs.sort(key=lambda r: (-r.size, r.index))
+    return tuple(int(i) for i in spikes), tuple(runs)
 
 
 def _residual_scale(level: FloatArray, bounds: list[int]) -> FloatArray:
