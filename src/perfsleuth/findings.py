@@ -35,6 +35,7 @@ class Kind(StrEnum):
     """What a finding says happened."""
 
     CHANGE_POINT = "change_point"
+    SPIKE = "spike"
     WORKLOAD_ANOMALY = "workload_anomaly"
     WORKLOAD_CHANGE = "workload_change"
     APPLICATION_CHANGE = "application_change"

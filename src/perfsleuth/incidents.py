@@ -374,7 +374,7 @@ def _chain(
 
 
 def _step_of(finding: Finding) -> Step:
-    if finding.kind is Kind.CHANGE_POINT:
+    if finding.kind in (Kind.CHANGE_POINT, Kind.SPIKE):
         return "when"
     if finding.kind is Kind.APPLICATION_CHANGE:
         return "application"

@@ -119,3 +119,24 @@ def test_top_and_min_change_options(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert [f.evidence_dict()["index"] for f in read_jsonl(out)] == [400]
     code, out, err = run(capsys, *args, "--min-change", "0.5")  # +30% is not enough
     assert [f.evidence_dict()["index"] for f in read_jsonl(out)] == [400]
+
+
+def test_top_spikes_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(3)
+    lines = ["ts,latency_ms"]
+    for i in range(300):
+        spike = {50: 40.0, 120: 30.0, 250: 20.0}.get(i, 0.0)
+        lines.append(f"{1714550400 + 60 * i},{20.0 + spike + rng.normal(0, 1):.2f}")
+    path = tmp_path / "api.csv"
+    path.write_text("\n".join(lines) + "\n")
+    args = ["--format", "jsonl", "changepoints", str(path), "-c", "latency_ms", "--time-column",
+            "ts"]  # fmt: skip
+
+    def spikes(*more: str) -> list[int]:
+        code, out, err = run(capsys, *args, *more)
+        assert code == 0, err
+        return [f.evidence_dict()["index"] for f in read_jsonl(out) if f.kind == "spike"]
+
+    assert spikes() == [50, 120]  # the two largest, largest first
+    assert spikes("--top-spikes", "3") == [50, 120, 250]
+    assert spikes("--top-spikes", "0") == []

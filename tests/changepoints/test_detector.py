@@ -67,6 +67,29 @@ def test_finds_a_shift_and_reports_its_timestamp_in_the_users_units() -> None:
     assert ev["statistic"] > ev["critical_value"] > 1
 
 
+def test_the_largest_spike_runs_are_info_findings_and_the_mean_is_unchanged_by_them() -> None:
+    frame = metric_frame([(65, 12.0), (55, 30.0)])
+    frame.loc[[20, 90, 91], "value"] += [60.0, 45.0, 50.0]
+    frame.loc[100, "value"] += 20.0
+    findings = ChangePointDetector().detect(normalise(frame, "metric"))
+    changes = [f for f in findings if f.kind is Kind.CHANGE_POINT]
+    spikes = [f for f in findings if f.kind is Kind.SPIKE]
+    assert [f.evidence_dict()["index"] for f in changes] == [65]
+    assert len(spikes) == 2  # the default top_spikes: the two largest runs, largest first
+    assert all(f.severity is Severity.INFO and f.detector == "changepoint" for f in spikes)
+    first, second = (f.evidence_dict() for f in spikes)
+    assert first["size_sd"] >= second["size_sd"] > 5.0
+    assert {first["index"], second["index"]} == {20, 91}
+    burst = next(f for f in spikes if f.evidence_dict()["index"] == 91)
+    minute = pd.Timedelta(minutes=1)
+    assert (burst.start, burst.end) == (T0 + 90 * minute, T0 + 91 * minute)
+    assert burst.evidence_dict()["spikes"] == 2
+    assert burst.explanation.startswith("web/response_time: spike to 8")
+    assert "UTC, the level being 3" in burst.explanation
+    assert burst.explanation.endswith("; 2 spikes within 2 readings")
+    assert not [f for f in ChangePointDetector(top_spikes=0).detect(frame) if f.kind is Kind.SPIKE]
+
+
 def test_accepts_a_raw_frame_and_reports_only_the_series_that_changed() -> None:
     raw = pd.concat(
         [

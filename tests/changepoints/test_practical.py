@@ -64,6 +64,26 @@ def test_spikes_are_kept_as_data_and_reported() -> None:
     assert found.segments[1].mean[0] == pytest.approx(float(np.mean(x[found.indices[0] :])))
 
 
+def test_spikes_are_grouped_into_runs_largest_first() -> None:
+    # spikes at most min_size (5) apart form one run; a run is as large as its furthest
+    # observation; every spike belongs to exactly one run
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(600)
+    x[[50, 53, 400]] += [30.0, 60.0, 40.0]
+    found = find_change_points(x)
+    assert found.indices == ()
+    runs = found.spike_runs
+    assert [(r.start, r.stop, r.index, r.count) for r in runs[:2]] == [
+        (50, 54, 53, 2),
+        (400, 401, 400, 1),
+    ]
+    assert [r.size for r in runs] == sorted((r.size for r in runs), reverse=True)
+    assert runs[1].size > 5.0
+    assert sum(r.count for r in runs) == len(found.spikes)
+    within = sorted(i for r in runs for i in found.spikes if r.start <= i < r.stop)
+    assert within == list(found.spikes)
+
+
 def test_points_are_ranked_by_effect() -> None:
     rng = np.random.default_rng(5)
     x = rng.standard_normal(900) + np.repeat([0.0, 3.0, 13.0], 300)

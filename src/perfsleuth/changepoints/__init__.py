@@ -3,7 +3,7 @@
 * :mod:`.kernels` — the hierarchical search (:mod:`.kernels.search`) and the FPA null
   distribution of its statistic (:mod:`.kernels.fpa`); numpy only;
 * :mod:`.detector` — :class:`~.detector.ChangePointDetector`: each series of a metric frame
-  searched, one finding per change point;
+  searched, one finding per change point and per large spike run;
 * :mod:`.report` — one plot per series with its segments; :mod:`.cli` — ``perfsleuth
   changepoints``.
 """
@@ -20,6 +20,8 @@ FAMILY = Family(
     kinds={
         "change_point": "Find what changed at that time (release, configuration, traffic) and "
         "compare the periods before and after.",
+        "spike": "Find what happened at that moment (a burst of requests, a job, a failing "
+        "dependency); the mean is unchanged by it.",
     },
     checks=("changepoint",),
 )

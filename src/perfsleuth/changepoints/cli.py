@@ -91,6 +91,13 @@ def changepoints_command(
         int | None,
         typer.Option(help="Report only the N largest change points of each series."),
     ] = None,
+    top_spikes: Annotated[
+        int | None,
+        typer.Option(
+            help="Report the N largest spike runs of each series as findings [default: 2]",
+            show_default=False,
+        ),
+    ] = None,
     store: StoreOption = None,
     report: ReportOption = None,
     missing: MissingOption = None,
@@ -111,6 +118,7 @@ def changepoints_command(
         "min_relative_change": min_change,
         "penalty": penalty,
         "top": top,
+        "top_spikes": top_spikes,
     }
     detector = create(
         "changepoints",

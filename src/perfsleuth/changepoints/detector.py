@@ -1,4 +1,5 @@
-"""Change points in metric series (DESIGN §2.1): one :class:`Finding` per change point.
+"""Change points in metric series (DESIGN §2.1): one :class:`Finding` per change point, and
+one per large spike run.
 
 Each (entity, metric) series of a metric frame is searched with
 :func:`perfsleuth.changepoints.kernels.search.find_change_points`. A finding starts and ends at
@@ -20,6 +21,12 @@ Severity follows the effect, then the strength of evidence:
 
 The relative change is ``(after − before) / |before|``; from a zero mean it is infinite (a large
 change).
+
+Spikes are data, not change points: the search keeps them in every mean and lists them
+(``ChangePoints.spikes``, grouped into ``spike_runs``). The ``top_spikes`` largest runs of each
+series (default 2, by how far their most extreme observation lies from the model, in noise σ)
+are findings of kind ``spike`` at ``INFO``: an operator sees the most extreme moments of a series
+without every 5σ reading of a heavy-tailed one becoming a line.
 """
 
 from __future__ import annotations
@@ -41,8 +48,10 @@ from perfsleuth.changepoints.kernels.search import (
     DEFAULT_MIN_EFFECT,
     DEFAULT_MIN_RELATIVE_CHANGE,
     DEFAULT_PENALTY,
+    DEFAULT_TOP_SPIKES,
     ChangePoint,
     ChangePoints,
+    SpikeRun,
     find_change_points,
 )
 from perfsleuth.findings import Evidence, Finding, Kind, Severity
@@ -130,6 +139,8 @@ class ChangePointDetector(DetectorMixin):
         (more when it cuts off a short segment); 0 turns it off.
     top
         Report at most this many change points per series, the largest effects (None: all).
+    top_spikes
+        Report this many spike runs per series as findings, the largest (0: none).
     warn_relative_change, error_relative_change
         Severity thresholds on the relative change (see the module docstring).
     """
@@ -145,6 +156,7 @@ class ChangePointDetector(DetectorMixin):
     min_relative_change: float = Field(default=DEFAULT_MIN_RELATIVE_CHANGE, ge=0.0)
     penalty: float = Field(default=DEFAULT_PENALTY, ge=0.0)
     top: int | None = Field(default=None, ge=1)
+    top_spikes: int = Field(default=DEFAULT_TOP_SPIKES, ge=0)
     warn_relative_change: float = Field(default=0.10, ge=0.0)
     error_relative_change: float = Field(default=0.50, ge=0.0)
 
@@ -213,6 +225,8 @@ class ChangePointDetector(DetectorMixin):
                     detector=CHECK,
                 )
             )
+        for run in series.result.spike_runs[: self.top_spikes]:
+            out.append(_spike_finding(series, run))
         return out
 
     def _severity(self, change: float, point: ChangePoint) -> Severity:
@@ -274,6 +288,41 @@ def _explain(
         f"{entity}/{metric}: mean {verb} from {format_quantity(before, unit, like=scale)} to "
         f"{format_quantity(after, unit, like=scale)} "
         f"({_change_text(change, before, after, unit)}) at {stamp} ({evidence})"
+    )
+
+
+def _spike_finding(series: SeriesChanges, run: SpikeRun) -> Finding:
+    """A spike run as a finding: when, how far out, and how many spikes it holds."""
+    value = float(series.values[run.index])
+    fitted = series.result.fitted
+    level = float(fitted[run.index, 0]) if fitted is not None else math.nan
+    scale = max(abs(value), abs(level))
+    when: datetime = series.times.iat[run.index].to_pydatetime()
+    stamp = when.strftime("%Y-%m-%d %H:%M:%S" if when.second else "%Y-%m-%d %H:%M") + " UTC"
+    more = f"; {run.count} spikes within {run.stop - run.start} readings" if run.count > 1 else ""
+    text = (
+        f"{series.entity}/{series.metric}: spike to "
+        f"{format_quantity(value, series.unit, like=scale)} at {stamp}, the level being "
+        f"{format_quantity(level, series.unit, like=scale)}{more}"
+    )
+    return Finding(
+        kind=Kind.SPIKE,
+        entity=series.entity,
+        metric=series.metric,
+        start=series.times.iat[run.start].to_pydatetime(),
+        end=series.times.iat[run.stop - 1].to_pydatetime(),
+        severity=Severity.INFO,
+        explanation=text,
+        evidence=(
+            Evidence("index", run.index),
+            Evidence("value", value, series.unit),
+            Evidence("level", level, series.unit),
+            # robust σ on the symmetrised scale, where spikes are judged (and ranked)
+            Evidence("size_sd", run.size),
+            Evidence("spikes", run.count, "count"),
+            Evidence("readings", run.stop - run.start, "count"),
+        ),
+        detector=CHECK,
     )
 
 
