@@ -1,9 +1,11 @@
 """Why is each NAB window missed? One line per labelled window of the issue's 24 NAB series.
 
 For every window of the chosen half(s) of ``benchmarks/changepoints_accuracy.py``'s ``nab``
-group: whether the defaults put a point in it, whether a spike they report
-(``ChangePoints.spikes``) lies in it, and which gate of the judgement holds a point back — the
-search re-run with one gate off at a time:
+group: whether the defaults put a change point in it (``point``) or, failing that, a spike
+finding (``spike``: the most extreme observation of one of the ``DEFAULT_TOP_SPIKES`` largest
+spike runs), how many of the spikes they list (``ChangePoints.spikes``) lie in it, and which
+gate of the judgement holds a change point back — the search re-run with one gate off at a
+time:
 
 * ``spike``: the "not a spike" judgement off (a shift may rest on one observation);
 * ``floor``: ``min_effect=0, min_relative_change=0``;
@@ -37,6 +39,7 @@ from changepoints_accuracy import MIRROR_DEFAULT, NAB_DEFAULT, STRUCCHANGE_DEFAU
 
 from perfsleuth import find_change_points
 from perfsleuth.changepoints.kernels import search
+from perfsleuth.changepoints.kernels.search import DEFAULT_TOP_SPIKES
 
 _OFF = {"min_effect": 0.0, "min_relative_change": 0.0, "penalty": 0.0, "alpha": 0.99}
 
@@ -84,22 +87,28 @@ def main() -> None:
         }
         print(f"{case.half:8} {case.name:40} n={len(x):6} points={len(res.indices)} "
               + " ".join(f"{k}={len(v)}" for k, v in runs.items()))  # fmt: skip
+        shown = [r.index for r in res.spike_runs[:DEFAULT_TOP_SPIKES]]
         for a, b in case.windows or []:
             hit = any(a <= i <= b for i in res.indices)
+            spiked = any(a <= i <= b for i in shown)
             spikes = [s for s in res.spikes if a <= s <= b]
             by = [k for k, v in runs.items() if any(a <= i <= b for i in v)]
             singles = [k for k in by if k not in ("all", "cands")]
             why = (
-                "hit" if hit
+                "point" if hit
                 else "+".join(singles) if singles
                 else "several" if "all" in by
                 else "candidates" if "cands" in by
                 else "no candidate"
             )  # fmt: skip
-            key = why if why in ("hit", "several", "candidates", "no candidate") else "one gate"
+            key = why if why in ("point", "several", "candidates", "no candidate") else "one gate"
+            if spiked and not hit:
+                key = f"spike finding ({key})"
             tally[key] = tally.get(key, 0) + 1
             near = [r.index for r in res.rejected if a <= r.index <= b]
-            print(f"    [{a}, {b}] ({b - a + 1}) {why:14} spikes in window: {len(spikes)} "
+            flag = "yes" if spiked else "no "
+            print(f"    [{a}, {b}] ({b - a + 1}) {why:14} spike finding: {flag} "
+                  f"spikes in window: {len(spikes)} "
                   f"off-hits: {','.join(by) or '-'} rejected in window: {near[:6]}")  # fmt: skip
     print("#", args.half or "both halves", tally)
 

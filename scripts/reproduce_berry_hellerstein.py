@@ -37,7 +37,8 @@ How this follows the paper's simulation (§3, §4.1):
   optimal 2-partition of the whole series (``min_size=5``), significant or not.
 
 Run: .venv/bin/python scripts/reproduce_berry_hellerstein.py --out /tmp/bh [--reps R] [--quick]
-(``--defaults-fp [--reps R]`` prints only the false positives of the defaults, both metrics)
+(``--defaults-fp [--reps R]`` prints only the false positives of the defaults, both metrics;
+``--defaults-spikes [--reps R]`` the spike findings the defaults show on the same series)
 """
 
 from __future__ import annotations
@@ -51,7 +52,11 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsleuth.changepoints.kernels.search import find_change_points, two_partition
+from perfsleuth.changepoints.kernels.search import (
+    DEFAULT_TOP_SPIKES,
+    find_change_points,
+    two_partition,
+)
 from perfsleuth.datasets import simulate_mm1
 
 ALPHA = 0.05
@@ -190,6 +195,26 @@ def print_defaults_false_positives(reps: int) -> None:
             print(f"| {n} | {rho} | {cells} |", flush=True)
 
 
+def print_defaults_spike_findings(reps: int) -> None:
+    """How many spike findings the defaults show on M/M/1 series with no change: the share of
+    series with at least one, and the mean per series (at most ``DEFAULT_TOP_SPIKES``)."""
+    print(f"perfsleuth defaults, spike findings with no change, {reps} series per cell")
+    print("| N | ρ | response: share, mean | queue length: share, mean |")
+    print("|---|---|---|---|")
+    for n in (100, 1000):
+        for rho in (0.2, 0.5, 0.8):
+            shown = {k: [] for k in METRICS}
+            for r in range(reps):
+                sim = run(n, rho, 0.0, _seed(1, n, rho, r))
+                for k in METRICS:
+                    runs = find_change_points(np.asarray(getattr(sim, k), dtype=float)).spike_runs
+                    shown[k].append(min(len(runs), DEFAULT_TOP_SPIKES))
+            cells = " | ".join(
+                f"{np.mean(np.array(v) > 0):.3f}, {np.mean(v):.2f}" for v in shown.values()
+            )
+            print(f"| {n} | {rho} | {cells} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="output directory (the whole reproduction)")
@@ -200,10 +225,18 @@ def main() -> None:
         action="store_true",
         help="only the false positives of perfsleuth's defaults (ρ = .2, .5, .8), printed",
     )
+    parser.add_argument(
+        "--defaults-spikes",
+        action="store_true",
+        help="only the spike findings of perfsleuth's defaults with no change, printed",
+    )
     args = parser.parse_args()
     reps = 100 if args.quick else args.reps
     if args.defaults_fp:
         print_defaults_false_positives(reps)
+        return
+    if args.defaults_spikes:
+        print_defaults_spike_findings(reps)
         return
     if args.out is None:
         parser.error("--out is required unless --defaults-fp")
