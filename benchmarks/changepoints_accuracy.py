@@ -85,8 +85,9 @@ FloatArray = npt.NDArray[np.float64]
 @dataclass(frozen=True)
 class Detections:
     """What a method reports beyond change points: ``spikes``, the indices of the spike
-    findings an operator sees (perfsleuth: the most extreme observation of each of the
-    ``DEFAULT_TOP_SPIKES`` largest spike runs of a series)."""
+    findings an operator sees (perfsleuth: the most extreme observation of each spike run of
+    ``ChangePoints.notable_spikes()``, the ``DEFAULT_TOP_SPIKES`` largest apart from the change
+    points)."""
 
     points: Sequence[int]
     spikes: Sequence[int] = ()
@@ -348,7 +349,7 @@ def perfsleuth_with(options: dict[str, float]) -> Callable[[FloatArray], Detecti
 
     def detect(x: FloatArray) -> Detections:
         result = find_change_points(x, **chosen)  # type: ignore[arg-type]
-        return Detections(list(result.indices), [r.index for r in result.spike_runs[:top]])
+        return Detections(list(result.indices), [r.index for r in result.notable_spikes(top)])
 
     return detect
 

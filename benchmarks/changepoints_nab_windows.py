@@ -2,8 +2,8 @@
 
 For every window of the chosen half(s) of ``benchmarks/changepoints_accuracy.py``'s ``nab``
 group: whether the defaults put a change point in it (``point``) or, failing that, a spike
-finding (``spike``: the most extreme observation of one of the ``DEFAULT_TOP_SPIKES`` largest
-spike runs), how many of the spikes they list (``ChangePoints.spikes``) lie in it, and which
+finding (``spike``: the most extreme observation of a run of ``ChangePoints.notable_spikes()``),
+how many of the spikes they list (``ChangePoints.spikes``) lie in it, and which
 gate of the judgement holds a change point back — the search re-run with one gate off at a
 time:
 
@@ -39,7 +39,6 @@ from changepoints_accuracy import MIRROR_DEFAULT, NAB_DEFAULT, STRUCCHANGE_DEFAU
 
 from perfsleuth import find_change_points
 from perfsleuth.changepoints.kernels import search
-from perfsleuth.changepoints.kernels.search import DEFAULT_TOP_SPIKES
 
 _OFF = {"min_effect": 0.0, "min_relative_change": 0.0, "penalty": 0.0, "alpha": 0.99}
 
@@ -87,7 +86,7 @@ def main() -> None:
         }
         print(f"{case.half:8} {case.name:40} n={len(x):6} points={len(res.indices)} "
               + " ".join(f"{k}={len(v)}" for k, v in runs.items()))  # fmt: skip
-        shown = [r.index for r in res.spike_runs[:DEFAULT_TOP_SPIKES]]
+        shown = [r.index for r in res.notable_spikes()]
         for a, b in case.windows or []:
             hit = any(a <= i <= b for i in res.indices)
             spiked = any(a <= i <= b for i in shown)

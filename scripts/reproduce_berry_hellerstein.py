@@ -52,11 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsleuth.changepoints.kernels.search import (
-    DEFAULT_TOP_SPIKES,
-    find_change_points,
-    two_partition,
-)
+from perfsleuth.changepoints.kernels.search import find_change_points, two_partition
 from perfsleuth.datasets import simulate_mm1
 
 ALPHA = 0.05
@@ -197,7 +193,7 @@ def print_defaults_false_positives(reps: int) -> None:
 
 def print_defaults_spike_findings(reps: int) -> None:
     """How many spike findings the defaults show on M/M/1 series with no change: the share of
-    series with at least one, and the mean per series (at most ``DEFAULT_TOP_SPIKES``)."""
+    series with at least one, and the mean per series (``ChangePoints.notable_spikes()``)."""
     print(f"perfsleuth defaults, spike findings with no change, {reps} series per cell")
     print("| N | ρ | response: share, mean | queue length: share, mean |")
     print("|---|---|---|---|")
@@ -207,8 +203,8 @@ def print_defaults_spike_findings(reps: int) -> None:
             for r in range(reps):
                 sim = run(n, rho, 0.0, _seed(1, n, rho, r))
                 for k in METRICS:
-                    runs = find_change_points(np.asarray(getattr(sim, k), dtype=float)).spike_runs
-                    shown[k].append(min(len(runs), DEFAULT_TOP_SPIKES))
+                    found = find_change_points(np.asarray(getattr(sim, k), dtype=float))
+                    shown[k].append(len(found.notable_spikes()))
             cells = " | ".join(
                 f"{np.mean(np.array(v) > 0):.3f}, {np.mean(v):.2f}" for v in shown.values()
             )

@@ -84,6 +84,19 @@ def test_spikes_are_grouped_into_runs_largest_first() -> None:
     assert within == list(found.spikes)
 
 
+def test_a_spike_run_at_a_change_point_is_not_a_notable_spike() -> None:
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(600) + np.where(np.arange(600) < 300, 0.0, 10.0)
+    x[[100, 302, 450]] += [30.0, 60.0, 20.0]
+    found = find_change_points(x)
+    assert found.indices == (300,)
+    assert {r.index for r in found.spike_runs} >= {100, 302, 450}
+    # 302 lies within min_size (5) of the change point: the step's edge, shown by the point
+    assert [r.index for r in found.notable_spikes()] == [100, 450]
+    assert [r.index for r in found.notable_spikes(1)] == [100]
+    assert found.notable_spikes(0) == ()
+
+
 def test_points_are_ranked_by_effect() -> None:
     rng = np.random.default_rng(5)
     x = rng.standard_normal(900) + np.repeat([0.0, 3.0, 13.0], 300)

@@ -25,8 +25,9 @@ change).
 Spikes are data, not change points: the search keeps them in every mean and lists them
 (``ChangePoints.spikes``, grouped into ``spike_runs``). The ``top_spikes`` largest runs of each
 series (default 2, by how far their most extreme observation lies from the model, in noise σ)
-are findings of kind ``spike`` at ``INFO``: an operator sees the most extreme moments of a series
-without every 5σ reading of a heavy-tailed one becoming a line.
+apart from its change points (``ChangePoints.notable_spikes``) are findings of kind ``spike``
+at ``INFO``: an operator sees the most extreme moments of a series without every 5σ reading of
+a heavy-tailed one becoming a line.
 """
 
 from __future__ import annotations
@@ -225,7 +226,7 @@ class ChangePointDetector(DetectorMixin):
                     detector=CHECK,
                 )
             )
-        for run in series.result.spike_runs[: self.top_spikes]:
+        for run in series.result.notable_spikes(self.top_spikes):
             out.append(_spike_finding(series, run))
         return out
 
