@@ -1,0 +1,104 @@
+"""Spikes as findings: the scale spikes are judged on, and how many NAB windows the shown runs hit.
+
+Three parts, each a table:
+
+* ``scale`` — seeded synthetic series (Gaussian with three spikes of +20–40 σ; 120 Gaussian
+  readings with a step and four spikes; lognormal with two readings ×20; and clean Gaussian,
+  lognormal σ = 1 and exponential noise of 2,000 readings): the spikes listed, and the two
+  largest runs, with the share of each residual tail left out of the spike scale's fit
+  (``_SPIKE_FIT_TAIL``) set to each of ``--tails``;
+* ``nab`` — with each of those shares, the NAB windows hit by the change points and the
+  ``notable_spikes(k)`` runs, per half, for k = 1, 2, 3;
+* ``random`` — the control: k runs per series drawn at random among all of a series' runs
+  (``--draws`` times, fixed seed) instead of the k largest.
+
+Run: ``.venv/bin/python benchmarks/changepoints_spikes.py [--tails 0.01,0.025,0.05,0.1]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from changepoints_accuracy import MIRROR_DEFAULT, NAB_DEFAULT, STRUCCHANGE_DEFAULT, Case, corpus
+
+from perfsleuth import find_change_points
+from perfsleuth.changepoints.kernels import search
+
+
+def synthetic() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(3)
+    gauss = 20.0 + rng.normal(0.0, 1.0, 300)
+    gauss[[50, 120, 250]] += [40.0, 30.0, 20.0]
+    logn = np.exp(rng.normal(0.0, 0.5, 2000))
+    logn[[300, 900]] *= 20.0
+    step = np.r_[np.full(65, 12.0), np.full(55, 30.0)] + rng.standard_normal(120)
+    step[[20, 90, 91, 100]] += [60.0, 45.0, 50.0, 20.0]
+    return {
+        "gauss 300, +40/+30/+20σ at 50/120/250": gauss,
+        "step 120, spikes at 20, 90-91, 100": step,
+        "lognormal 2000, ×20 at 300/900": logn,
+        "clean gaussian 2000": rng.normal(0.0, 1.0, 2000),
+        "clean lognormal σ=1 2000": np.exp(rng.normal(0.0, 1.0, 2000)),
+        "clean exponential 2000": rng.exponential(1.0, 2000),
+    }
+
+
+def hits(cases: list[Case], found: dict[str, list[int]]) -> dict[str, str]:
+    out: dict[str, list[int]] = {}
+    for case in cases:
+        row = out.setdefault(case.half, [0, 0, 0])
+        row[0] += sum(any(a <= i <= b for i in found[case.name]) for a, b in case.windows or [])
+        row[1] += len(case.windows or [])
+        row[2] += len(found[case.name])
+    return {half: f"{h}/{w} with {n}" for half, (h, w, n) in out.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tails", default="0.01,0.025,0.05,0.1")
+    parser.add_argument("--draws", type=int, default=200)
+    args = parser.parse_args()
+    cases, _ = corpus(Path(NAB_DEFAULT), Path(STRUCCHANGE_DEFAULT), ["nab"], Path(MIRROR_DEFAULT))
+    default = search._SPIKE_FIT_TAIL
+    results = {}
+    for tail in [float(t) for t in args.tails.split(",")]:
+        search._SPIKE_FIT_TAIL = tail  # type: ignore[misc]
+        print(f"## tail {tail}" + (" (default)" if tail == default else ""))
+        for name, x in synthetic().items():
+            res = find_change_points(x)
+            runs = [r.index for r in res.notable_spikes()]
+            print(f"  {name:40} spikes {len(res.spikes):3} {list(res.spikes)[:6]} shown {runs}")
+        results = {c.name: find_change_points(np.asarray(c.values, float)) for c in cases}
+        for k in (1, 2, 3):
+            found = {
+                name: [*r.indices, *(s.index for s in r.notable_spikes(k))]
+                for name, r in results.items()
+            }
+            print(f"  nab, {k} spike finding(s) per series: {hits(cases, found)}")
+    search._SPIKE_FIT_TAIL = default  # type: ignore[misc]
+    results = {c.name: find_change_points(np.asarray(c.values, float)) for c in cases}
+    rng = np.random.default_rng(0)
+    for k in (1, 2, 3):
+        tally: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        for _ in range(args.draws):
+            found = {}
+            for name, r in results.items():
+                runs = r.notable_spikes(len(r.spike_runs))
+                pick = rng.permutation(len(runs))[:k]
+                found[name] = [*r.indices, *(runs[j].index for j in pick)]
+            for half, text in hits(cases, found).items():
+                tally[half][text.split()[0]] += 1
+        print(f"## random {k} run(s) per series, {args.draws} draws: " + "; ".join(
+            f"{half} {sorted(c.items())}" for half, c in tally.items()
+        ))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
