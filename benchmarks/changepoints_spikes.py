@@ -10,7 +10,12 @@ Three parts, each a table:
 * ``nab`` — with each of those shares, the NAB windows hit by the change points and the
   ``notable_spikes(k)`` runs, per half, for k = 1, 2, 3;
 * ``random`` — the control: k runs per series drawn at random among all of a series' runs
-  (``--draws`` times, fixed seed) instead of the k largest.
+  (``--draws`` times, fixed seed) instead of the k largest;
+* ``alternatives`` (``--alternatives``) — two other ways to spend the budget, not adopted: at
+  most max(F, ⌈n / L⌉) change points per series, the largest effects (a budget growing with the
+  length), with 2 or 3 spike findings, scored on NAB and on the machine and short groups (F1,
+  margin 5); and a search for changes of volatility (the defaults on |x_t − x_{t−1}|, each
+  point at t + 1) added to the change points and 2 spike findings.
 
 Run: ``.venv/bin/python benchmarks/changepoints_spikes.py [--tails 0.01,0.025,0.05,0.1]``
 """
@@ -26,7 +31,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from changepoints_accuracy import MIRROR_DEFAULT, NAB_DEFAULT, STRUCCHANGE_DEFAULT, Case, corpus
+from changepoints_accuracy import (
+    MIRROR_DEFAULT,
+    NAB_DEFAULT,
+    STRUCCHANGE_DEFAULT,
+    Case,
+    corpus,
+    f1_margin,
+)
 
 from perfsleuth import find_change_points
 from perfsleuth.changepoints.kernels import search
@@ -64,7 +76,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tails", default="0.01,0.025,0.05,0.1")
     parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument("--alternatives", action="store_true", help="only the alternatives")
     args = parser.parse_args()
+    if args.alternatives:
+        alternatives()
+        return
     cases, _ = corpus(Path(NAB_DEFAULT), Path(STRUCCHANGE_DEFAULT), ["nab"], Path(MIRROR_DEFAULT))
     default = search._SPIKE_FIT_TAIL
     results = {}
@@ -98,6 +114,34 @@ def main() -> None:
         print(f"## random {k} run(s) per series, {args.draws} draws: " + "; ".join(
             f"{half} {sorted(c.items())}" for half, c in tally.items()
         ))  # fmt: skip
+
+
+def alternatives() -> None:
+    cases, _ = corpus(Path(NAB_DEFAULT), Path(STRUCCHANGE_DEFAULT), ["nab", "machine", "short"],
+                      Path(MIRROR_DEFAULT))  # fmt: skip
+    results = {(c.group, c.name): find_change_points(np.asarray(c.values, float)) for c in cases}
+    nab = [c for c in cases if c.group == "nab"]
+    for floor, length in [(0, 0), (3, 1000), (6, 500), (6, 1000), (6, 2000), (8, 1000)]:
+        for k in (2, 3):
+            found, scores = {}, collections.defaultdict(list)
+            for case in cases:
+                r = results[case.group, case.name]
+                cap = max(floor, -(-case.n // length)) if length else len(r.indices)
+                points = [p.index for p in r.ranked()[:cap]]
+                if case.group == "nab":
+                    found[case.name] = [*points, *(s.index for s in r.notable_spikes(k))]
+                else:
+                    scores[case.group, case.half].append(f1_margin(case.points or [], points))
+            f1 = "; ".join(f"{g} {h} {np.mean(v):.3f}" for (g, h), v in sorted(scores.items()))
+            label = f"at most max({floor}, n/{length})" if length else "no cap"
+            print(f"cap {label}, {k} spike findings: nab {hits(nab, found)}; F1 {f1}")
+    found = {}
+    for case in nab:
+        r = results[case.group, case.name]
+        volatile = find_change_points(np.abs(np.diff(np.asarray(case.values, float))))
+        found[case.name] = [*r.indices, *(s.index for s in r.notable_spikes()),
+                            *(i + 1 for i in volatile.indices)]  # fmt: skip
+    print(f"volatility changes added: nab {hits(nab, found)}")
 
 
 if __name__ == "__main__":

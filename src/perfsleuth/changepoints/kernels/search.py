@@ -149,6 +149,7 @@ __all__ = [
     "PaperTest",
     "Segment",
     "SignificanceTest",
+    "SpikeRun",
     "Split",
     "find_change_points",
     "lag1_autocorrelation",
