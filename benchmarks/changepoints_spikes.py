@@ -14,8 +14,11 @@ Three parts, each a table:
 * ``alternatives`` (``--alternatives``) — two other ways to spend the budget, not adopted: at
   most max(F, ⌈n / L⌉) change points per series, the largest effects (a budget growing with the
   length), with 2 or 3 spike findings, scored on NAB and on the machine and short groups (F1,
-  margin 5); and a search for changes of volatility (the defaults on |x_t − x_{t−1}|, each
-  point at t + 1) added to the change points and 2 spike findings.
+  margin 5); a search for changes of volatility (the defaults on |x_t − x_{t−1}|, each
+  point at t + 1) added to the change points and 2 spike findings; spike findings chosen by a
+  threshold on their size (T robust σ) instead of, or besides, a count; runs left out within
+  20 or 50 readings of a change point instead of ``min_size``; and spikes judged on the
+  series' own scale (no transform).
 
 Run: ``.venv/bin/python benchmarks/changepoints_spikes.py [--tails 0.01,0.025,0.05,0.1]``
 """
@@ -142,6 +145,37 @@ def alternatives() -> None:
         found[case.name] = [*r.indices, *(s.index for s in r.notable_spikes()),
                             *(i + 1 for i in volatile.indices)]  # fmt: skip
     print(f"volatility changes added: nab {hits(nab, found)}")
+    for threshold in (8.0, 10.0, 20.0, 50.0):
+        for top in (None, 2):
+            found = {}
+            for case in nab:
+                r = results[case.group, case.name]
+                runs = [s for s in r.notable_spikes(len(r.spike_runs)) if s.size > threshold]
+                found[case.name] = [*r.indices, *(s.index for s in runs[:top])]
+            print(f"spike runs beyond {threshold:g} σ, at most {top}: nab {hits(nab, found)}")
+    for gap in (20, 50):
+        found = {}
+        for case in nab:
+            r = results[case.group, case.name]
+            apart = [
+                run
+                for run in r.spike_runs
+                if not any(run.start - gap <= i <= run.stop - 1 + gap for i in r.indices)
+            ]
+            found[case.name] = [*r.indices, *(s.index for s in apart[:2])]  # fmt: skip
+        print(f"runs within {gap} readings of a change point left out: nab {hits(nab, found)}")
+    saved = search._bulk_symmetrised
+    search._bulk_symmetrised = lambda column: column - np.median(column)  # type: ignore[assignment]
+    try:
+        found = {}
+        for case in nab:
+            r = find_change_points(np.asarray(case.values, float))
+            found[case.name] = [*r.indices, *(s.index for s in r.notable_spikes())]
+        print(f"spikes on the series' own scale: nab {hits(nab, found)}")
+        for name, x in synthetic().items():
+            print(f"  {name:40} spikes {len(find_change_points(x).spikes)}")
+    finally:
+        search._bulk_symmetrised = saved  # type: ignore[assignment]
 
 
 if __name__ == "__main__":

@@ -314,7 +314,7 @@ class ChangePoints:
     def notable_spikes(self, top: int = DEFAULT_TOP_SPIKES) -> tuple[SpikeRun, ...]:
         """The ``top`` largest spike runs apart from every change point (none within
         ``min_size`` readings): a step leaves its worst-fitted readings at its edge, and its
-        change point already shows them (on NAB 15 of the 48 largest two runs per series)."""
+        change point already shows them (on NAB 16 of the 42 largest two runs per series)."""
         apart = [
             run
             for run in self.spike_runs
