@@ -49,7 +49,11 @@ Scores:
   matches at most one detection;
 * window annotations (NAB): windows hit (a detection inside the window), the share of
   detections outside every window, and a window F1 (precision = share inside, recall = share
-  of windows hit; a series with no window and no detection scores 1).
+  of windows hit; a series with no window and no detection scores 1). NAB labels anomalies, not
+  only changes of level, so perfsleuth's detections there are everything its detector shows an
+  operator: the change points and the spike findings (``ChangePoints.notable_spikes()``, each at
+  its most extreme reading), both counted in the ``points`` / ``spikes`` columns; the point
+  annotations are scored on the change points alone.
 
 Run: ``.venv/bin/python benchmarks/changepoints_accuracy.py [--methods perfsleuth,pelt,...]
 [--groups nab,events] [--per-series]``
