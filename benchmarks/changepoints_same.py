@@ -6,7 +6,9 @@ both halves) and on ``benchmarks/changepoints.py``'s ``real_shaped`` series (``-
 2, 10, 50 shifts, and two-column stacks of them at the smallest size, for the joint search),
 once with another tree's ``src`` first on PYTHONPATH and once with this tree's, each in its own
 process, and prints per series whether the indices are identical, and the largest relative
-difference of the kept points' p-values, effects and statistics (0 when bit-for-bit).
+difference of the kept points' p-values, effects and statistics (0 when bit-for-bit), and
+whether the whole result is bit-for-bit the same (every field of every kept and dropped point,
+the spikes, trend, period and fitted values: one digest).
 
 Run: .venv/bin/python benchmarks/changepoints_same.py --compare /work/main/src
 [--groups nab,machine,events,short] [--sizes 10000,100000]
@@ -20,6 +22,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import subprocess  # noqa: E402
@@ -76,9 +80,19 @@ def dump(groups: list[str], sizes: list[int], path: Path) -> None:
             "p": [p.p_value for p in found.points],
             "effect": [p.effect for p in found.points],
             "statistic": [p.statistic for p in found.points],
+            "digest": digest(found),
         }
     results["cpu"] = cpu
     path.write_text(json.dumps(results))
+
+
+def digest(found: object) -> str:
+    """One hash of everything a result holds (float reprs round-trip, so equal digests are
+    equal bits)."""
+    fitted = getattr(found, "fitted", None)
+    text = repr(dataclasses.replace(found, fitted=None))  # type: ignore[type-var]
+    blob = text.encode() + (b"" if fitted is None else np.ascontiguousarray(fitted).tobytes())
+    return hashlib.sha256(blob).hexdigest()
 
 
 def _gap(a: list[float], b: list[float]) -> float:
@@ -104,18 +118,23 @@ def compare(other: Path, groups: list[str], sizes: list[int]) -> int:
     before, after = runs["other"], runs["this"]
     print(f"other: {before.pop('source')}  ({before.pop('cpu'):.1f} CPU s)")
     print(f"this:  {after.pop('source')}  ({after.pop('cpu'):.1f} CPU s)")
-    differ = 0
+    differ = exact = 0
     for name, old in before.items():
         new = after[name]
         same = old["indices"] == new["indices"]
         differ += not same
-        if same:
+        bits = old.get("digest") == new.get("digest")
+        exact += bits
+        if bits:
+            detail = "bit-for-bit"
+        elif same:
             gaps = [_gap(old[key], new[key]) for key in ("p", "effect", "statistic")]
             detail = "p {:.1e}, effect {:.1e}, T {:.1e}".format(*gaps)
         else:
             detail = f"{len(old['indices'])} → {len(new['indices'])} points"
         print(f"{'same' if same else 'DIFFERENT'}  {name}  ({detail})")
     print(f"{len(before) - differ} of {len(before)} series give the same points")
+    print(f"{exact} of {len(before)} series give bit-for-bit the same result")
     return 1 if differ else 0
 
 

@@ -291,3 +291,20 @@ def test_difference_phi_of_counts_on_a_lattice() -> None:
         x = rng.poisson(1.0, 200).astype(float)
         x[60:72] = rng.poisson(30.0, 12)
         assert difference_phi(_symmetrised(_centre(x[:, None]))[:, 0]) < 0.5
+
+
+@pytest.mark.parametrize("n", [20_000, 20_001, 1_000_001])
+def test_long_medians_are_numpys_at_the_edges(n: int) -> None:
+    # the one-rank selection (untied middles) keeps np.median's value at the float range's
+    # end, with infinities, and its NaN; a middle of many zeros takes the bracket
+    rng = np.random.default_rng(n)
+    noise = rng.standard_normal(n)
+    infinite = noise.copy()
+    infinite[[3, 7]] = [np.inf, -np.inf]
+    huge = np.r_[np.full(n // 2, 1e308), np.full(n - n // 2, 1.7e308)]
+    for x in (noise, infinite, huge, np.where(rng.random(n) < 0.3, 0.0, noise), np.exp(noise * 20)):
+        with np.errstate(over="ignore"):
+            assert _median_in_place(x.copy()) == float(np.median(x))
+    missing = noise.copy()
+    missing[5] = np.nan
+    assert math.isnan(_median_in_place(missing.copy()))

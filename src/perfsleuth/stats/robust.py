@@ -399,14 +399,21 @@ def _mad_scale_in_place(r: FloatArray) -> float:
 
 _SELECT_FROM = 20_000  # from this many values, medians are selected inside a sampled bracket
 _SAMPLE = 2_000  # values sampled for the bracket
+_TIED = 0.02  # share of equal neighbours in the sampled middle above which values count as tied
 
 
 def _median_in_place(a: FloatArray) -> float:
-    """``np.median(a)`` of a scratch array (reordered): the same value, about twice as fast
-    on long arrays. The middle order statistics are bracketed by quantiles of an evenly
-    spaced sample (±4.5 of their standard errors) and selected among the values inside; the
-    counts check that the bracket holds them, else the whole array is partitioned. (A median
-    of a million values is a few milliseconds, and a long search takes hundreds.)"""
+    """``np.median(a)`` of a scratch array (reordered): the same value, three to five times as
+    fast on long arrays. ``np.median`` partitions around both middle ranks (and the last, for
+    NaN), which numpy does with its generic introselect; around one rank it uses a vectorised
+    quickselect (x86-simd-sort), 0.8 ms for a million values against 5 ms. So the lower middle
+    order statistic is selected alone, the upper one is the smallest value above it, and NaN
+    is looked for in the upper half. That quickselect slows down tenfold when many values
+    equal the median (30% zeros: 11 ms), which an evenly spaced sample shows: then the middle
+    order statistics are bracketed by quantiles of the sample (±4.5 of their standard errors)
+    and selected among the values inside, and the counts check that the bracket holds them,
+    else the whole array is partitioned. (A median of a million values is a few
+    milliseconds, and a long search takes hundreds.)"""
     n = a.size
     if n < _SELECT_FROM:
         return float(np.median(a, overwrite_input=True))
@@ -415,7 +422,16 @@ def _median_in_place(a: FloatArray) -> float:
     m = sample.size
     spread = int(4.5 * math.sqrt(m / 4.0)) + 1
     centre = ranks[0] * m // n
-    lo, hi = sample[max(centre - spread, 0)], sample[min(centre + spread, m - 1)]
+    middle = sample[max(centre - spread, 0) : centre + spread + 1]
+    if np.count_nonzero(middle[1:] == middle[:-1]) < _TIED * middle.size:
+        a.partition(ranks[0])
+        upper = a[ranks[0] :]
+        if np.isnan(upper.max()):
+            return float(np.median(a, overwrite_input=True))  # NaN, as np.median says
+        if ranks[1] == ranks[0]:
+            return float(a[ranks[0]])
+        return float(np.mean(np.array([a[ranks[0]], upper[1:].min()])))
+    lo, hi = middle[0], middle[-1]
     below = int(np.count_nonzero(a < lo))
     inside = a[(a >= lo) & (a <= hi)]
     if not (below <= ranks[0] and ranks[1] < below + inside.size):
