@@ -38,7 +38,9 @@ __all__ = [
     "detect_period",
     "difference_phi",
     "implied_phi",
+    "long_run_noise",
     "long_run_scale",
+    "median",
     "persistence",
     "remove_cycle",
     "robust_scale",
@@ -268,8 +270,14 @@ def _pair_scales(*parts: FloatArray) -> list[float]:
 
 
 def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[float, float]:
-    """(φ, σ_LR): the AR(1) coefficient and the long-run standard deviation of the noise of
-    ``x``, robust to a few level shifts, to spikes and to trends.
+    """(φ, σ_LR) of :func:`long_run_noise`."""
+    phi, scale, _ = long_run_noise(x, max_block=max_block)
+    return phi, scale
+
+
+def long_run_noise(x: FloatArray, *, max_block: int | None = None) -> tuple[float, float, float]:
+    """(φ, σ_LR, φ implied): the AR(1) coefficient and the long-run standard deviation of the
+    noise of ``x``, robust to a few level shifts, to spikes and to trends.
 
     The long-run variance σ²_LR (the spectrum at frequency 0) is what decides how far a segment
     mean wanders, so it is the yardstick of a shift. Two estimates, the larger kept:
@@ -286,11 +294,12 @@ def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
       estimate misses by a factor of 3–5.
 
     The differences' σ is their MAD, or :func:`_difference_scale` when most of them are 0
-    (counts of rare events); 0 only for a constant series.
+    (counts of rare events); 0 only for a constant series. The third value is
+    :func:`implied_phi` at σ_LR, which needs the same scale of the differences.
     """
     n = x.size
     if n < 2:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     top = _longest_block(n, max_block)
     # A correlation length 1/(1 − φ) beyond the longest block measured (and 16) cannot be told
     # from level shifts in this series, and φ near 1 would multiply the scale by up to 100.
@@ -305,7 +314,7 @@ def long_run_scale(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
         while block <= top:
             scale = max(scale, _block_scale(c, block))
             block *= 2
-    return phi, scale
+    return phi, scale, _phi_for_scale(v, scale)
 
 
 def persistence(x: FloatArray, *, max_block: int | None = None) -> float:
@@ -326,6 +335,11 @@ def implied_phi(x: FloatArray, scale: float) -> float:
     when blocks saw dependence at longer range. Solves ``(1 + φ)/(1 − φ)² = 2 σ²_LR / v``."""
     d = np.diff(x)
     v = (_plain_mad_scale(d) or _difference_scale(d)) ** 2 if d.size else 0.0
+    return _phi_for_scale(v, scale)
+
+
+def _phi_for_scale(v: float, scale: float) -> float:
+    """:func:`implied_phi` from ``v``, the squared scale of the first differences."""
     if v <= 0 or scale <= 0:
         return 0.0
     r = 2.0 * scale * scale / v
@@ -400,6 +414,12 @@ def _mad_scale_in_place(r: FloatArray) -> float:
 _SELECT_FROM = 20_000  # from this many values, medians are selected inside a sampled bracket
 _SAMPLE = 2_000  # values sampled for the bracket
 _TIED = 0.02  # share of equal neighbours in the sampled middle above which values count as tied
+
+
+def median(x: FloatArray) -> float:
+    """``np.median(x)`` of a 1-D array, the same value, three to five times as fast on long
+    arrays (``x`` is not modified)."""
+    return _median_in_place(np.array(x, dtype=np.float64))
 
 
 def _median_in_place(a: FloatArray) -> float:

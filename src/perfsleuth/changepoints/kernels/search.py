@@ -543,7 +543,7 @@ def _symmetrised(
         spread = float(np.std(column))
         if spread <= 0.0 or not np.any(column != column[0]):
             continue  # constant: stays exactly zero
-        z = (column - np.median(column)) / (unit(column, step) or spread)
+        z = (column - robust_mod.median(column)) / (unit(column, step) or spread)
         # For λ < 0 the transform squeezes everything above the median under a ceiling of
         # 1/|λ| and stretches what lies below: fitted λ = −10 on a latency series with bursts
         # of slow queries, small moves among its fast values became two false change points;
@@ -1066,7 +1066,7 @@ def _spikes(resid: FloatArray, min_size: int) -> tuple[tuple[int, ...], tuple[Sp
     size = np.zeros(resid.shape[0])
     for j in range(resid.shape[1]):
         r = _bulk_symmetrised(resid[:, j])
-        r -= np.median(r)
+        r -= robust_mod.median(r)
         sigma = robust_mod.robust_scale(r)
         if sigma > 0:
             size = np.maximum(size, np.abs(r) / sigma)
@@ -1450,23 +1450,20 @@ class _Practical:
             # the null estimate), or the φ its long-run scale implies
             own = centred - _segment_means(centred, points)
             phi_cap = max(
-                *(phi for phi, _ in noise),
+                *(phi for phi, _, _ in noise),
                 *(robust_mod.persistence(own[:, j], max_block=top) for j in range(self.dims)),
             ) + _PHI_CAP_SE * 3.0 / math.sqrt(n)
-            phi_cap = max(
-                phi_cap,
-                *(robust_mod.implied_phi(resid[:, j], noise[j][1]) for j in range(self.dims)),
-            )
-            z = sym / np.array([s for _, s in noise])  # unit long-run variance
+            phi_cap = max(phi_cap, *(implied for _, _, implied in noise))
+            z = sym / np.array([s for _, s, _ in noise])  # unit long-run variance
             dims = _effective_columns(z) if self.dims > 1 else 1.0
             critical_at = self._critical_z2(test, dims)
+            # prefix sums of z, z² and z_t z_{t+1}: every judgement is O(1)
+            sums = (_prefix(z), _prefix(z * z), _prefix(z[1:] * z[:-1]))
             candidates = seeded.seeded_candidates(
-                z, m, _at_level(critical_at, _CANDIDATE_ALPHA), self.max_depth
+                z, m, _at_level(critical_at, _CANDIDATE_ALPHA), self.max_depth, prefix=sums[0]
             )
             chosen = seeded.greedy(candidates)
             layer = {c.index: c.layer for c in chosen}
-            # prefix sums of z, z² and z_t z_{t+1}: every judgement is O(1)
-            sums = (_prefix(z), _prefix(z * z), _prefix(z[1:] * z[:-1]))
             tests: dict[tuple[int, int, int], tuple[float, float, Assessment]] = {}
 
             found = [c.index for c in chosen]
@@ -1736,13 +1733,16 @@ def _testable(min_size: int) -> int:
     return max(2 * min_size, 3)
 
 
-def _long_run_scale(x: FloatArray, floor: float, max_block: int | None) -> tuple[float, float]:
-    """(φ, long-run σ) of one column's noise (blocks up to ``max_block``; 1: the AR(1) scale
-    alone): the standard deviation for a mostly flat series, ``floor`` (tiny) for residuals
-    that are exactly 0 — noise-free data, whose shifts are infinitely significant (a constant
-    column stays 0 anyway)."""
-    phi, scale = robust_mod.long_run_scale(x, max_block=max_block)
+def _long_run_scale(
+    x: FloatArray, floor: float, max_block: int | None
+) -> tuple[float, float, float]:
+    """(φ, long-run σ, the φ that σ implies) of one column's noise (blocks up to
+    ``max_block``; 1: the AR(1) scale alone): the standard deviation for a mostly flat series,
+    ``floor`` (tiny) for residuals that are exactly 0 — noise-free data, whose shifts are
+    infinitely significant (a constant column stays 0 anyway). (A σ of 0 means flat
+    differences, which imply no φ whatever σ replaces it.)"""
+    phi, scale, implied = robust_mod.long_run_noise(x, max_block=max_block)
     if scale > 0:
-        return phi, scale
+        return phi, scale, implied
     spread = float(np.std(x))
-    return phi, spread if spread > floor else floor
+    return phi, spread if spread > floor else floor, implied

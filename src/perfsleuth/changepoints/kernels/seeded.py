@@ -84,12 +84,15 @@ def seeded_candidates(
     min_size: int,
     threshold: Callable[[int], float],
     max_layer: int | None = None,
+    prefix: FloatArray | None = None,
 ) -> list[Candidate]:
     """Best split of every seeded interval of ``y`` (n × d, noise in long-run units) whose
-    ``z²`` reaches ``threshold(interval length)``."""
+    ``z²`` reaches ``threshold(interval length)``; ``prefix``: the cumulative sums of ``y``
+    (n + 1 rows, from 0), when the caller has them."""
     n, dims = y.shape
-    prefix = np.zeros((n + 1, dims))
-    np.cumsum(y, axis=0, out=prefix[1:])
+    if prefix is None:
+        prefix = np.zeros((n + 1, dims))
+        np.cumsum(y, axis=0, out=prefix[1:])
     found: list[Candidate] = []
     shortest = max(2 * min_size, 3)  # the tests' tables start at 3 observations
     length, layer = n, 0
@@ -252,13 +255,14 @@ def refine(prefix: FloatArray, points: list[int], min_size: int) -> list[int]:
     for j, index in enumerate(points):
         a = out[-1] if out else 0
         b = points[j + 1] if j + 1 < len(points) else n
-        left = np.arange(a + min_size, b - min_size + 1, dtype=np.int64)
-        if left.size == 0:
+        lo, hi = a + min_size, b - min_size + 1  # the left parts end at lo .. hi − 1
+        if hi <= lo:
             out.append(index)
             continue
         length = b - a
-        k = (left - a).astype(np.float64)
-        dev = (prefix[left] - prefix[a]) - (k / length)[:, None] * (prefix[b] - prefix[a])
+        k = np.arange(lo - a, hi - a, dtype=np.float64)
+        # (a slice of the prefix sums, not a gather: the splits are contiguous)
+        dev = (prefix[lo:hi] - prefix[a]) - (k / length)[:, None] * (prefix[b] - prefix[a])
         stat = np.einsum("kd,kd->k", dev, dev) * length / (k * (length - k))
-        out.append(int(left[np.argmax(stat)]))
+        out.append(lo + int(np.argmax(stat)))
     return out
