@@ -228,14 +228,20 @@ def difference_phi(x: FloatArray) -> float:
     return _difference_phi(np.diff(x))
 
 
-def _difference_phi(d: FloatArray, mad_scale: float | None = None) -> float:
+def _difference_phi(
+    d: FloatArray, mad_scale: float | None = None, scratch: FloatArray | None = None
+) -> float:
     """:func:`difference_phi` from the first differences ``d`` (and their
-    :func:`_plain_mad_scale`, when the caller has it)."""
+    :func:`_plain_mad_scale`, when the caller has it; ``scratch``: a 2 × ``d.size`` work
+    array, when the caller has one)."""
     if d.size < _FEWEST_DIFFERENCES:
         return 0.0
     if (_plain_mad_scale(d) if mad_scale is None else mad_scale) == 0:
         return 0.0  # mostly flat (a gauge, a noise-free step): its moves are not AR(1) noise
-    plus, minus = (v * v for v in _pair_scales(d[1:] + d[:-1], d[1:] - d[:-1]))
+    work = np.empty((2, d.size - 1)) if scratch is None else scratch[:, : d.size - 1]
+    sums = np.add(d[1:], d[:-1], out=work[0])
+    differences = np.subtract(d[1:], d[:-1], out=work[1])
+    plus, minus = (v * v for v in _pair_scales(sums, differences))
     rho = (plus - minus) / (plus + minus) if plus + minus > 0 else 0.0
     return min(max(1.0 + 2.0 * rho, 0.0), 0.99)
 
@@ -303,16 +309,19 @@ def long_run_noise(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
     top = _longest_block(n, max_block)
     # A correlation length 1/(1 − φ) beyond the longest block measured (and 16) cannot be told
     # from level shifts in this series, and φ near 1 would multiply the scale by up to 100.
+    # Every MAD below works in ``scratch`` (a million values: 15 of them, and fresh arrays
+    # cost their page faults: 22,000 a call, half its time).
+    scratch = np.empty((2, n))
     d = np.diff(x)
-    mad_scale = _plain_mad_scale(d)
-    phi = min(_difference_phi(d, mad_scale), 1.0 - 1.0 / max(top, _LONGEST_MEMORY))
+    mad_scale = _mad_scale_in_place(_copied(d, scratch[0]))
+    phi = min(_difference_phi(d, mad_scale, scratch), 1.0 - 1.0 / max(top, _LONGEST_MEMORY))
     v = (mad_scale or _difference_scale(d)) ** 2
     scale = math.sqrt(v * (1.0 + phi) / 2.0) / (1.0 - phi)
     block = 2
     if block <= top:
-        c = _centred_sums(x)  # shared by every block size
+        c = _centred_sums(x, scratch[0])  # shared by every block size
         while block <= top:
-            scale = max(scale, _block_scale(c, block))
+            scale = max(scale, _block_scale(c, block, scratch))
             block *= 2
     return phi, scale, _phi_for_scale(v, scale)
 
@@ -359,19 +368,36 @@ def block_scale(x: FloatArray, block: int) -> float:
     return _block_scale(_centred_sums(x), block)
 
 
-def _centred_sums(x: FloatArray) -> FloatArray:
-    """Prefix sums of ``x`` about its median (n + 1 values, from 0)."""
-    return np.concatenate(([0.0], np.cumsum(x - _median_in_place(np.array(x, dtype=np.float64)))))
+def _centred_sums(x: FloatArray, scratch: FloatArray | None = None) -> FloatArray:
+    """Prefix sums of ``x`` about its median (n + 1 values, from 0); ``scratch``: a work
+    array of at least n values."""
+    work = np.empty(x.size) if scratch is None else scratch[: x.size]
+    centre = _median_in_place(_copied(x, work))
+    c = np.empty(x.size + 1)
+    c[0] = 0.0
+    np.subtract(x, centre, out=c[1:])
+    np.cumsum(c[1:], out=c[1:])
+    return c
 
 
-def _block_scale(c: FloatArray, block: int) -> float:
-    """:func:`block_scale` from the prefix sums ``c`` of :func:`_centred_sums`."""
+def _block_scale(c: FloatArray, block: int, scratch: FloatArray | None = None) -> float:
+    """:func:`block_scale` from the prefix sums ``c`` of :func:`_centred_sums`; ``scratch``:
+    a 2 × n work array."""
     b = max(1, min(block, (c.size - 1) // 4))
-    means = (c[b:] - c[:-b]) / b
-    d = means[b:] - means[:-b]
+    work = np.empty((2, c.size)) if scratch is None else scratch
+    means = np.subtract(c[b:], c[:-b], out=work[0, : c.size - b])
+    means /= b
+    d = np.subtract(means[b:], means[:-b], out=work[1, : means.size - b])
     if d.size < 3:
         return 0.0
     return _mad_scale_in_place(d) * math.sqrt(b / 2.0)
+
+
+def _copied(x: FloatArray, out: FloatArray) -> FloatArray:
+    """``x`` (1-D) copied into the start of ``out``."""
+    part = out[: x.size]
+    np.copyto(part, x)
+    return part
 
 
 def _difference_scale(d: FloatArray) -> float:
@@ -408,7 +434,8 @@ def _mad_scale_in_place(r: FloatArray) -> float:
     does not depend on the order, and the medians then need no copies (the long-run scale
     takes two per block size of a long series)."""
     centre = _median_in_place(r)
-    return _median_in_place(np.abs(r - centre, out=r)) * _MAD
+    np.subtract(r, centre, out=r)
+    return _median_in_place(np.abs(r, out=r)) * _MAD
 
 
 _SELECT_FROM = 20_000  # from this many values, medians are selected inside a sampled bracket

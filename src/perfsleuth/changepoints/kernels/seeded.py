@@ -116,34 +116,87 @@ def _best_splits(
     left = np.arange(min_size, length - min_size + 1, dtype=np.int64)  # left-part sizes
     weight = length / (left * (length - left)).astype(np.float64)
     share = left / length
-    per_chunk = max(1, _CHUNK // (left.size * dims))
-    # one column: the prefix sums at the splits of the interval starting at s are the
-    # contiguous p1[s + min_size : s + length − min_size + 1], a row of this strided view
-    p1 = prefix[:, 0]
-    windows = np.lib.stride_tricks.sliding_window_view(p1, left.size) if dims == 1 else None
+    if dims == 1:
+        best, value = _best_splits_1d(prefix[:, 0], starts, length, min_size, weight, share)
+    else:
+        best, value = _best_splits_nd(prefix, starts, length, left, weight)
     out: list[Candidate] = []
+    for i in np.flatnonzero(value >= floor):
+        start = int(starts[i])
+        out.append(
+            Candidate(start + int(left[best[i]]), float(value[i]), layer, start, start + length)
+        )
+    return out
+
+
+def _best_splits_nd(
+    prefix: FloatArray, starts: IntArray, length: int, left: IntArray, weight: FloatArray
+) -> tuple[IntArray, FloatArray]:
+    """(best split, its z²) of each interval, several columns."""
+    per_chunk = max(1, _CHUNK // (left.size * prefix.shape[1]))
+    best, value = [], []
     for lo in range(0, starts.size, per_chunk):
         s = starts[lo : lo + per_chunk]
-        if windows is not None:  # the same arithmetic on (c, k) arrays, in place: half the time
-            total1 = p1[s + length] - p1[s]  # (c,)
-            stat = windows[s + min_size]  # (c, k): the prefix sums at every split (a copy)
-            stat -= p1[s][:, None]  # the left parts' sums
-            stat -= share[None, :] * total1[:, None]  # their deviations from a flat interval
+        total = prefix[s + length] - prefix[s]  # (c, d)
+        sums = prefix[s[:, None] + left[None, :]] - prefix[s][:, None, :]  # (c, k, d)
+        dev = sums - (left / length)[None, :, None] * total[:, None, :]
+        stat = np.einsum("ckd,ckd->ck", dev, dev) * weight[None, :]
+        best.append(np.argmax(stat, axis=1))  # the earliest of equal splits
+        value.append(stat[np.arange(s.size), best[-1]])
+    return np.concatenate(best), np.concatenate(value)
+
+
+def _best_splits_1d(
+    p1: FloatArray,
+    starts: IntArray,
+    length: int,
+    min_size: int,
+    weight: FloatArray,
+    share: FloatArray,
+) -> tuple[IntArray, FloatArray]:
+    """(best split, its z²) of each interval, one column (``p1``: its prefix sums), a chunk of
+    at most ``_CHUNK`` (interval, split) pairs at a time, which stays in cache: several
+    intervals when they are short, pieces of one interval's splits when it is long (a
+    million-point interval was one array of 8 MB, and each fresh one costs page faults).
+    The work arrays are reused."""
+    k = share.size
+    # the prefix sums at the splits of the interval starting at s are the contiguous
+    # p1[s + min_size : s + length − min_size + 1], a row of this strided view
+    windows = np.lib.stride_tricks.sliding_window_view(p1, k)
+    total = p1[starts + length] - p1[starts]
+    base = p1[starts]
+    work, product = np.empty(_CHUNK), np.empty(_CHUNK)
+    best = np.zeros(starts.size, dtype=np.int64)
+    value = np.full(starts.size, -np.inf)
+    rows = max(1, _CHUNK // k)
+    piece = min(k, _CHUNK)
+    for lo in range(0, starts.size, rows):
+        hi = min(lo + rows, starts.size)
+        for a in range(0, k, piece):
+            b = min(a + piece, k)
+            shape = (hi - lo, b - a)
+            # the same arithmetic as on whole (c, k) arrays, element by element
+            if shape[0] == 1:  # the left parts' sums, from a slice
+                o = int(starts[lo]) + min_size
+                stat = np.subtract(p1[o + a : o + b], base[lo], out=work[: shape[1]])[None, :]
+            else:  # (then a, b = 0, k) the prefix sums at every split, gathered (a copy)
+                stat = windows[starts[lo:hi] + min_size]
+                stat -= base[lo:hi, None]  # the left parts' sums
+            shift = product[: stat.size].reshape(shape)
+            np.multiply(share[None, a:b], total[lo:hi, None], out=shift)
+            stat -= shift  # their deviations from a flat interval
             np.multiply(stat, stat, out=stat)
-            stat *= weight[None, :]
-        else:
-            total = prefix[s + length] - prefix[s]  # (c, d)
-            sums = prefix[s[:, None] + left[None, :]] - prefix[s][:, None, :]  # (c, k, d)
-            dev = sums - (left / length)[None, :, None] * total[:, None, :]
-            stat = np.einsum("ckd,ckd->ck", dev, dev) * weight[None, :]
-        best = np.argmax(stat, axis=1)  # the earliest of equal splits
-        value = stat[np.arange(s.size), best]
-        for i in np.flatnonzero(value >= floor):
-            start = int(s[i])
-            out.append(
-                Candidate(start + int(left[best[i]]), float(value[i]), layer, start, start + length)
-            )
-    return out
+            stat *= weight[None, a:b]
+            at = np.argmax(stat, axis=1)  # the earliest of equal splits
+            top = stat[np.arange(shape[0]), at]
+            if a == 0:
+                best[lo:hi], value[lo:hi] = at, top
+                continue
+            # a later piece wins only with a larger z² (or the first NaN, as argmax)
+            later = (top > value[lo:hi]) | (np.isnan(top) & ~np.isnan(value[lo:hi]))
+            best[lo:hi] = np.where(later, at + a, best[lo:hi])
+            value[lo:hi] = np.where(later, top, value[lo:hi])
+    return best, value
 
 
 def greedy(candidates: list[Candidate]) -> list[Candidate]:
