@@ -19,10 +19,12 @@ the whole table). Recall within ±1% of n is printed for both, for orientation o
 ``benchmarks/changepoints_accuracy.py``'s job).
 
 Run: .venv/bin/python benchmarks/changepoints.py [--repeat R] [--skip-ruptures] [--sizes N,..]
-[--shifts K,..] (to time the search of another source tree, e.g. a commit exported with
-``git archive``, put its ``src`` first on PYTHONPATH).
-Times are CPU seconds of this process, best of R (single-threaded BLAS: the wall time on an
-idle machine). No test asserts them; report the load average (``uptime``) with them.
+[--shifts K,..] [--compare SRC]. ``--compare`` times another source tree's search (e.g. a
+commit exported with ``git archive``, or /work/main/src) side by side with this one: R runs in a
+fresh process with one tree's ``src`` first on PYTHONPATH, then R with the other, twice over,
+so both see the same load.
+Times are CPU seconds of the timing process, best of R (single-threaded BLAS: the wall time on
+an idle machine). No test asserts them; report the load average (``uptime``) with them.
 """
 
 from __future__ import annotations
@@ -34,9 +36,13 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import functools  # noqa: E402
+import json  # noqa: E402
 import math  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from scipy.signal import lfilter  # noqa: E402
@@ -92,6 +98,34 @@ def ours(x: np.ndarray) -> list[int]:
     return list(find_change_points(x).indices)
 
 
+def timed_elsewhere(src: Path, n: int, k: int, repeat: int) -> tuple[float, list[int]]:
+    """The best of ``repeat`` timed runs of the defaults on ``real_shaped(n, k)`` in a fresh
+    process that imports ``perfsleuth`` from ``src``."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    cmd = [sys.executable, __file__, "--worker", f"{n},{k},{repeat}"]
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    result = json.loads(out.splitlines()[-1])
+    return float(result["cpu"]), [int(i) for i in result["indices"]]
+
+
+def side_by_side(trees: list[Path], n: int, k: int, repeat: int) -> list[tuple[float, list[int]]]:
+    """Best CPU time and points of each tree, the trees alternating (twice)."""
+    best: list[tuple[float, list[int]]] = [(math.inf, []) for _ in trees]
+    for _ in range(2):
+        for i, src in enumerate(trees):
+            t, found = timed_elsewhere(src, n, k, repeat)
+            best[i] = min(best[i], (t, found), key=lambda r: r[0])
+    return best
+
+
+def worker(spec: str) -> None:
+    n, k, repeat = (int(v) for v in spec.split(","))
+    x, _ = real_shaped(n, k, seed=n + k)
+    find_change_points(real_shaped(2000, 2, 0)[0])  # load tables and imports outside timing
+    t, found = best_of(functools.partial(ours, x), repeat)
+    print(json.dumps({"cpu": t, "indices": found}))
+
+
 def ruptures_binseg(x: np.ndarray) -> list[int]:
     import ruptures
 
@@ -109,7 +143,17 @@ def main() -> None:
         "--sizes", default="10000,100000,1000000", help="comma-separated series lengths"
     )
     parser.add_argument("--shifts", default="2,10,50", help="comma-separated shift counts")
+    parser.add_argument(
+        "--compare", type=Path, help="another tree's src, timed side by side with this one"
+    )
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        worker(args.worker)
+        return
+    if args.compare:
+        compare(args)
+        return
     sizes = [int(v) for v in args.sizes.split(",")]
     shifts = [int(v) for v in args.shifts.split(",")]
 
@@ -139,6 +183,40 @@ def main() -> None:
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     print("targets: 1e5 ≤ 0.5 s, 1e6 ≤ 3 s, ≥ 100× ruptures Binseg at 1e5")
+
+
+def compare(args: argparse.Namespace) -> None:
+    """The table for another tree (``--compare``) and this one, timed side by side."""
+    own = Path(__file__).resolve().parent.parent / "src"
+    sizes = [int(v) for v in args.sizes.split(",")]
+    shifts = [int(v) for v in args.shifts.split(",")]
+    rows: list[tuple[str, ...]] = [
+        ("n", "shifts", "other", "this", "found other → this (recall)", "ruptures", "ratios")
+    ]
+    for n in sizes:
+        for k in shifts:
+            x, truth = real_shaped(n, k, seed=n + k)
+            (t_old, old), (t_new, new) = side_by_side([args.compare, own], n, k, args.repeat)
+            cells = [
+                f"{n:.0e}",
+                str(k),
+                f"{t_old:.3f} s",
+                f"{t_new:.3f} s",
+                f"{len(old)} → {len(new)} ({recall(truth, new, n):.2f})"
+                + ("" if old == new else " MOVED"),
+            ]
+            if args.skip_ruptures or n > 100_000:
+                cells += ["–", "–"]
+            else:
+                t_r, _ = best_of(functools.partial(ruptures_binseg, x), 1)
+                cells += [f"{t_r:.2f} s", f"{t_r / t_old:.0f}× → {t_r / t_new:.0f}×"]
+            rows.append(tuple(cells))
+            print("  ".join(cells), flush=True)
+    print()
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    print(f"other: {args.compare}; this: {own}")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,8 @@ def seeded_candidates(
         prefix = np.zeros((n + 1, dims))
         np.cumsum(y, axis=0, out=prefix[1:])
     found: list[Candidate] = []
+    # two work arrays for every layer's chunks (a layer holds about 2n pairs)
+    work = np.empty((2, min(_CHUNK, 2 * n + 2)))
     shortest = max(2 * min_size, 3)  # the tests' tables start at 3 observations
     length, layer = n, 0
     while length >= shortest and (max_layer is None or layer <= max_layer):
@@ -101,7 +103,7 @@ def seeded_candidates(
         starts = np.round(np.linspace(0, n - length, count)).astype(np.int64)
         # rounded from an increasing grid, so sorted: drop repeats without np.unique's sort
         starts = starts[np.r_[True, starts[1:] != starts[:-1]]]
-        found.extend(_best_splits(prefix, starts, length, min_size, threshold(length), layer))
+        found.extend(_best_splits(prefix, starts, length, min_size, threshold(length), layer, work))
         if length == shortest:
             break
         length = max(shortest, (length + 1) // 2)
@@ -110,14 +112,20 @@ def seeded_candidates(
 
 
 def _best_splits(
-    prefix: FloatArray, starts: IntArray, length: int, min_size: int, floor: float, layer: int
+    prefix: FloatArray,
+    starts: IntArray,
+    length: int,
+    min_size: int,
+    floor: float,
+    layer: int,
+    work: FloatArray,
 ) -> list[Candidate]:
     dims = prefix.shape[1]
     left = np.arange(min_size, length - min_size + 1, dtype=np.int64)  # left-part sizes
     weight = length / (left * (length - left)).astype(np.float64)
     share = left / length
     if dims == 1:
-        best, value = _best_splits_1d(prefix[:, 0], starts, length, min_size, weight, share)
+        best, value = _best_splits_1d(prefix[:, 0], starts, length, min_size, weight, share, work)
     else:
         best, value = _best_splits_nd(prefix, starts, length, left, weight)
     out: list[Candidate] = []
@@ -153,6 +161,7 @@ def _best_splits_1d(
     min_size: int,
     weight: FloatArray,
     share: FloatArray,
+    work: FloatArray,
 ) -> tuple[IntArray, FloatArray]:
     """(best split, its z²) of each interval, one column (``p1``: its prefix sums), a chunk of
     at most ``_CHUNK`` (interval, split) pairs at a time, which stays in cache: several
@@ -165,11 +174,11 @@ def _best_splits_1d(
     windows = np.lib.stride_tricks.sliding_window_view(p1, k)
     total = p1[starts + length] - p1[starts]
     base = p1[starts]
-    work, product = np.empty(_CHUNK), np.empty(_CHUNK)
+    chunk = work.shape[1]
     best = np.zeros(starts.size, dtype=np.int64)
     value = np.full(starts.size, -np.inf)
-    rows = max(1, _CHUNK // k)
-    piece = min(k, _CHUNK)
+    rows = max(1, chunk // k)
+    piece = min(k, chunk)
     for lo in range(0, starts.size, rows):
         hi = min(lo + rows, starts.size)
         for a in range(0, k, piece):
@@ -178,11 +187,11 @@ def _best_splits_1d(
             # the same arithmetic as on whole (c, k) arrays, element by element
             if shape[0] == 1:  # the left parts' sums, from a slice
                 o = int(starts[lo]) + min_size
-                stat = np.subtract(p1[o + a : o + b], base[lo], out=work[: shape[1]])[None, :]
+                stat = np.subtract(p1[o + a : o + b], base[lo], out=work[0, : shape[1]])[None, :]
             else:  # (then a, b = 0, k) the prefix sums at every split, gathered (a copy)
                 stat = windows[starts[lo:hi] + min_size]
                 stat -= base[lo:hi, None]  # the left parts' sums
-            shift = product[: stat.size].reshape(shape)
+            shift = work[1, : stat.size].reshape(shape)
             np.multiply(share[None, a:b], total[lo:hi, None], out=shift)
             stat -= shift  # their deviations from a flat interval
             np.multiply(stat, stat, out=stat)
