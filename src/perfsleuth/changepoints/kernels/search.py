@@ -1686,7 +1686,16 @@ def _rejects(verdict: Assessment, statistic: float, alpha: float) -> bool:
 
 
 def _exact_z2(test: SignificanceTest, dims: float, m: int, length: int, alpha: float) -> float:
-    """z² above which ``test`` rejects a segment of ``length`` of independent noise."""
+    """z² above which ``test`` rejects a segment of ``length`` of independent noise (kept: every
+    noise round asks again for every seeded layer's length)."""
+    try:
+        return _kept_exact_z2(test, dims, m, length, alpha)  # type: ignore[arg-type]
+    except TypeError:  # a test that cannot be a cache key: look it up every time
+        return _kept_exact_z2.__wrapped__(test, dims, m, length, alpha)
+
+
+@functools.lru_cache(maxsize=1024)
+def _kept_exact_z2(test: SignificanceTest, dims: float, m: int, length: int, alpha: float) -> float:
     crit = test.assess(2.0, n=length, phi=0.0, alpha=alpha, dims=dims, min_size=m).critical_value
     return (crit - 1.0) * max(length - 2, 1)
 
