@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.signal import lfilter
 
 from perfsleuth.changepoints.kernels import seeded
 from perfsleuth.changepoints.kernels.search import find_change_points
@@ -140,6 +141,19 @@ def test_seeded_intervals_cover_every_scale() -> None:
 
     seeded.seeded_candidates(y, 2, threshold)
     assert seen == [64, 32, 16, 8, 4]
+
+
+def test_seeded_intervals_left_out_could_not_reach_the_threshold() -> None:
+    # intervals whose sum of squares is below the threshold are not searched: the result is
+    # every interval's best split, kept when it reaches the threshold
+    rng = np.random.default_rng(17)
+    noise = lfilter([1.0], [1.0, -0.6], rng.standard_normal(3000)) * 0.25
+    y = (noise + np.repeat([0.0, 1.5, 0.5], 1000))[:, None]
+    every = seeded.seeded_candidates(y, 5, lambda length: 0.0)
+    for floor in (2.0, 8.0, 30.0):
+        found = seeded.seeded_candidates(y, 5, lambda length, f=floor: f)
+        assert found == [c for c in every if c.strength >= floor]
+        assert 0 < len(found) < len(every)
 
 
 def test_pruning_drops_the_weakest_failing_point_first() -> None:

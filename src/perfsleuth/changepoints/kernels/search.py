@@ -1460,7 +1460,7 @@ class _Practical:
             # prefix sums of z, z² and z_t z_{t+1}: every judgement is O(1)
             sums = (_prefix(z), _prefix(z * z), _prefix(z[1:] * z[:-1]))
             candidates = seeded.seeded_candidates(
-                z, m, _at_level(critical_at, _CANDIDATE_ALPHA), self.max_depth, prefix=sums[0]
+                z, m, _at_level(critical_at, _CANDIDATE_ALPHA), self.max_depth, sums=sums[:2]
             )
             chosen = seeded.greedy(candidates)
             layer = {c.index: c.layer for c in chosen}

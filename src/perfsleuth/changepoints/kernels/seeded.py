@@ -84,15 +84,24 @@ def seeded_candidates(
     min_size: int,
     threshold: Callable[[int], float],
     max_layer: int | None = None,
-    prefix: FloatArray | None = None,
+    sums: tuple[FloatArray, FloatArray] | None = None,
 ) -> list[Candidate]:
     """Best split of every seeded interval of ``y`` (n × d, noise in long-run units) whose
-    ``z²`` reaches ``threshold(interval length)``; ``prefix``: the cumulative sums of ``y``
-    (n + 1 rows, from 0), when the caller has them."""
+    ``z²`` reaches ``threshold(interval length)``; ``sums``: the cumulative sums of ``y`` and
+    of ``y²`` (n + 1 rows each, from 0), when the caller has them.
+
+    An interval whose sum of squares about its mean stays below the threshold is not searched:
+    no split's between-part sum of squares exceeds it (the two parts' own are ≥ 0), and the
+    margin covers the rounding of the cumulative sums. With short-range noise in long-run
+    units (variance (1 − φ)/(1 + φ)) that is most short intervals, whose pairs cost the most
+    (a 10⁶-point latency series: a quarter of all pairs)."""
     n, dims = y.shape
-    if prefix is None:
-        prefix = np.zeros((n + 1, dims))
-        np.cumsum(y, axis=0, out=prefix[1:])
+    if sums is None:
+        sums = (np.zeros((n + 1, dims)), np.zeros((n + 1, dims)))
+        np.cumsum(y, axis=0, out=sums[0][1:])
+        np.cumsum(y * y, axis=0, out=sums[1][1:])
+    prefix, squares = sums
+    slack = _rounding(squares, n)
     found: list[Candidate] = []
     # two work arrays for every layer's chunks (a layer holds about 2n pairs)
     work = np.empty((2, min(_CHUNK, 2 * n + 2)))
@@ -103,12 +112,48 @@ def seeded_candidates(
         starts = np.round(np.linspace(0, n - length, count)).astype(np.int64)
         # rounded from an increasing grid, so sorted: drop repeats without np.unique's sort
         starts = starts[np.r_[True, starts[1:] != starts[:-1]]]
-        found.extend(_best_splits(prefix, starts, length, min_size, threshold(length), layer, work))
+        floor = threshold(length)
+        starts = starts[_may_reach(prefix, squares, starts, length, floor, slack)]
+        found.extend(_best_splits(prefix, starts, length, min_size, floor, layer, work))
         if length == shortest:
             break
         length = max(shortest, (length + 1) // 2)
         layer += 1
     return found
+
+
+def _rounding(squares: FloatArray, n: int) -> tuple[float, float]:
+    """Bounds on the rounding errors of any cumulative sum of ``y`` (and of arithmetic on a
+    few of them) and of ``y²``, from the cumulative sums of ``y²``: a running sum of i terms
+    errs by at most (i − 1) ε times the sum of their magnitudes, Σ|y| ≤ √(n Σy²); doubled."""
+    total = float(np.max(squares[-1]))
+    eps = float(np.finfo(np.float64).eps)
+    return 2.0 * n * eps * math.sqrt(n * total), 2.0 * n * eps * total
+
+
+def _may_reach(
+    prefix: FloatArray,
+    squares: FloatArray,
+    starts: IntArray,
+    length: int,
+    floor: float,
+    slack: tuple[float, float],
+) -> NDArray[np.bool_]:
+    """Which intervals' best split may reach ``floor``: their sum of squares about the mean
+    (summed over columns) does, up to a margin that bounds the rounding of both it and of
+    the splits' statistics (first order, with ample factors; ``slack``: the bounds of
+    :func:`_rounding`), which is tiny next to ``floor``."""
+    dims = prefix.shape[1]
+    sums, squared = slack
+    total = prefix[starts + length] - prefix[starts]  # (c, d)
+    ssq = ((squares[starts + length] - squares[starts]) - total * total / length).sum(axis=1)
+    # its rounding: of the sums of squares, and of the square of the interval's sum
+    margin = 4.0 * dims * squared + (4.0 * np.abs(total) * sums + 4.0 * sums * sums).sum(1) / length
+    # the splits' statistics w·dev² (w ≤ 2, w·dev² ≤ floor): dev errs by at most 4 sums
+    margin += 16.0 * math.sqrt(2.0 * dims * max(floor, 0.0)) * sums + 64.0 * dims * sums * sums
+    margin += 1e-9 * abs(floor)
+    may: NDArray[np.bool_] = ~(ssq + margin < floor)
+    return may
 
 
 def _best_splits(
@@ -121,6 +166,8 @@ def _best_splits(
     work: FloatArray,
 ) -> list[Candidate]:
     dims = prefix.shape[1]
+    if starts.size == 0:
+        return []
     left = np.arange(min_size, length - min_size + 1, dtype=np.int64)  # left-part sizes
     weight = length / (left * (length - left)).astype(np.float64)
     share = left / length
