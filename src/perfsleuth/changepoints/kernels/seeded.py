@@ -371,7 +371,12 @@ def refine(prefix: FloatArray, points: list[int], min_size: int) -> list[int]:
         length = b - a
         k = np.arange(lo - a, hi - a, dtype=np.float64)
         # (a slice of the prefix sums, not a gather: the splits are contiguous)
-        dev = (prefix[lo:hi] - prefix[a]) - (k / length)[:, None] * (prefix[b] - prefix[a])
-        stat = np.einsum("kd,kd->k", dev, dev) * length / (k * (length - k))
+        if prefix.shape[1] == 1:  # one column: the same products, without einsum's (k, 1)
+            p = prefix[:, 0]
+            dev1 = (p[lo:hi] - p[a]) - (k / length) * (p[b] - p[a])
+            stat = dev1 * dev1 * length / (k * (length - k))
+        else:
+            dev = (prefix[lo:hi] - prefix[a]) - (k / length)[:, None] * (prefix[b] - prefix[a])
+            stat = np.einsum("kd,kd->k", dev, dev) * length / (k * (length - k))
         out.append(lo + int(np.argmax(stat)))
     return out
