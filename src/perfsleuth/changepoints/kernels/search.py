@@ -1737,7 +1737,8 @@ def _means(x: FloatArray, bounds: list[int]) -> FloatArray:
 
 
 def _prefix(x: FloatArray) -> FloatArray:
-    out = np.zeros((x.shape[0] + 1, x.shape[1]))
+    out = np.empty((x.shape[0] + 1, x.shape[1]))  # (not zeros: calloc maps fresh pages)
+    out[0] = 0.0
     np.cumsum(x, axis=0, out=out[1:])
     return out
 
