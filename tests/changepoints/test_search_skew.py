@@ -9,7 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from perfsleuth.changepoints.kernels.search import _symmetrised, find_change_points
+from perfsleuth.changepoints.kernels.search import (
+    _symmetrised,
+    _yeojohnson_lambda,
+    find_change_points,
+)
 
 
 def ar1(n: int, phi: float, rng: np.random.Generator) -> np.ndarray:
@@ -108,3 +112,24 @@ def test_a_few_absurd_values_do_not_set_the_transform() -> None:
     with_absurd, without = robust_z(absurd), robust_z(plain)
     # measured: the highest spike 34 robust sigma without, 50 with (main's transform: 44, 2,735)
     assert with_absurd.max() < 2 * without.max()
+
+
+def test_the_transforms_lambda_is_scipys() -> None:
+    # the search fits λ with its own copy of scipy's yeojohnson_normmax (its wrappers cost
+    # eight times the fit): the same bits, or results move when scipy changes
+    from scipy.stats import yeojohnson_normmax
+
+    rng = np.random.default_rng(23)
+    cases = [
+        rng.standard_normal(4096),
+        np.exp(rng.standard_normal(4096) * 2.0),  # right-skewed, positive
+        -np.exp(rng.standard_normal(500)),  # all negative
+        rng.standard_t(2, 4096) * 100.0,
+        np.round(rng.standard_normal(300)),
+        np.zeros(50),
+        np.r_[np.zeros(99), 1e300],
+    ]
+    for x in cases:
+        assert _yeojohnson_lambda(x) == float(yeojohnson_normmax(x))
+    with pytest.raises(ValueError, match="finite"):
+        _yeojohnson_lambda(np.array([1.0, math.inf]))
