@@ -1133,7 +1133,7 @@ def _bulk_symmetrised(column: FloatArray) -> FloatArray:
     one none; lognormal noise with two readings ×20 had no spike at all. With 1% of each tail
     left out, four spikes in 120 readings still chose λ; with 10%, the lognormal's own tail
     began to count as spikes."""
-    from scipy.stats import yeojohnson, yeojohnson_normmax  # only the robust search needs it
+    from scipy.stats import yeojohnson  # only the robust search needs it
 
     centred = column - np.median(column)
     lo, hi = np.quantile(centred, [_SPIKE_FIT_TAIL, 1.0 - _SPIKE_FIT_TAIL])
@@ -1142,7 +1142,7 @@ def _bulk_symmetrised(column: FloatArray) -> FloatArray:
     if unit <= 0.0 or not math.isfinite(unit):
         return centred  # constant
     step = max(1, bulk.size // _SYMMETRISE_FIT_POINTS)
-    lam = min(max(float(yeojohnson_normmax(bulk[::step] / unit)), _LAMBDA_MIN), _LAMBDA_MAX)
+    lam = min(max(_yeojohnson_lambda(bulk[::step] / unit), _LAMBDA_MIN), _LAMBDA_MAX)
     return np.asarray(yeojohnson(centred / unit, lmbda=lam), dtype=np.float64)
 
 
