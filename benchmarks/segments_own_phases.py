@@ -96,7 +96,7 @@ def traced_search(run: str, window_s: int, cpu: str) -> str:
 
         lines.append(f"  searched {clock(part[0])}-{clock(part[-1])} ({len(part)} windows)")
         for s in steps:
-            bar = step_bar(self.alpha, len(steps), least / len(part), s.dof)
+            bar = step_bar(self.alpha, len(steps), least / len(part), s.dof, one_sided=True)
             passed = s.score >= bar and s.lasting and s.ratio - 1.0 >= self.min_change
             lines.append(
                 f"    {s.name} at {clock(part[s.index])} ratio {s.ratio:.2f} t {s.score:+.2f} "

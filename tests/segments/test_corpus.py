@@ -67,27 +67,32 @@ def test_tables_join_every_inner_window(run: str) -> None:
 # (the change within 10 s, a changed type named first, no false application change, the hog's
 # edges within 10 s where its CPU is in the series); the rest are misses, listed in
 # docs/segments.md. Of those held here before issue 18's third round, h04 1 s db, h05 5 s db
-# and r04 5 s db (false application changes) are now misses; r08 1 s db passes since the
-# fourth round (a step's error allows for shocks neighbouring blocks share).
+# and r04 5 s db (false application changes) were misses; r08 1 s db passes since the
+# fourth round (a step's error allows for shocks neighbouring blocks share). Fifth round (the
+# searched step measured on all the windows after it, its error with neighbouring blocks
+# correlated by model, the bar one-sided): c10 1 s all, h04 1 s db, h05 5 s db, r01 1 s db,
+# r01 5 s db, r04 5 s db and r13 1 s all pass too.
 QUIET = [("c01", 1, "all"), ("c01", 1, "db"), ("c01", 5, "all"), ("c01", 5, "db"),
          ("c02", 1, "all"), ("c02", 1, "db"), ("c02", 5, "all"), ("c02", 5, "db"),
          ("c05", 1, "all"), ("c05", 1, "db"), ("c05", 5, "all"), ("c05", 5, "db"),
          ("c06", 1, "all"), ("c06", 1, "db"), ("c06", 5, "all"), ("c06", 5, "db"),
          ("c07", 1, "db"), ("c07", 5, "all"), ("c07", 5, "db"), ("c08", 1, "all"),
-         ("c08", 1, "db"), ("c08", 5, "all"), ("c08", 5, "db"), ("c10", 1, "db"),
-         ("c10", 5, "all"), ("c10", 5, "db")]  # fmt: skip
+         ("c08", 1, "db"), ("c08", 5, "all"), ("c08", 5, "db"), ("c10", 1, "all"),
+         ("c10", 1, "db"), ("c10", 5, "all"), ("c10", 5, "db")]  # fmt: skip
 HELD = [("h01", 1, "all"), ("h01", 1, "db"), ("h01", 5, "all"), ("h01", 5, "db"),
         ("h03", 1, "all"), ("h03", 5, "all"), ("h03", 5, "db"), ("h04", 1, "all"),
-        ("h04", 5, "all"), ("h04", 5, "db"), ("h05", 1, "all"), ("h05", 1, "db"),
-        ("h05", 5, "all")]  # fmt: skip
-HEAVY = [("r01", 1, "all"), ("r03", 1, "db"), ("r03", 5, "db"), ("r04", 1, "db"),
+        ("h04", 1, "db"), ("h04", 5, "all"), ("h04", 5, "db"), ("h05", 1, "all"),
+        ("h05", 1, "db"), ("h05", 5, "all"), ("h05", 5, "db")]  # fmt: skip
+HEAVY = [("r01", 1, "all"), ("r01", 1, "db"), ("r01", 5, "db"), ("r03", 1, "db"),
+         ("r03", 5, "db"), ("r04", 1, "db"), ("r04", 5, "db"),
          ("r05", 1, "all"), ("r05", 1, "db"), ("r05", 5, "all"), ("r05", 5, "db"),
          ("r06", 1, "all"), ("r06", 1, "db"), ("r06", 5, "all"), ("r06", 5, "db"), ("r08", 1, "db"),
          ("r09", 1, "db"),
          ("r10", 1, "all"), ("r10", 1, "db"), ("r10", 5, "all"), ("r10", 5, "db"),
          ("r11", 1, "all"), ("r11", 1, "db"), ("r11", 5, "all"), ("r11", 5, "db"),
          ("r12", 1, "all"), ("r12", 1, "db"), ("r12", 5, "all"), ("r12", 5, "db"),
-         ("r13", 5, "all"), ("r13", 5, "db"), ("r14", 1, "all"), ("r14", 1, "db"),
+         ("r13", 1, "all"), ("r13", 5, "all"), ("r13", 5, "db"), ("r14", 1, "all"),
+         ("r14", 1, "db"),
          ("r14", 5, "all"), ("r14", 5, "db")]  # fmt: skip
 PASSING = QUIET + HELD + HEAVY
 

@@ -302,20 +302,10 @@ def test_the_type_named_first_is_the_one_that_moved_the_cpu() -> None:
     assert abs(np.log(ratio["buy"])) > abs(np.log(ratio["home"]))
 
 
-@pytest.mark.parametrize(
-    "seed",
-    [
-        *range(1, 6),
-        pytest.param(
-            6,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="issue 18: home's own latency steps +12% (t = 4.4, above the bar 4.2) "
-                "ten windows after the first change, a third application change",
-            ),
-        ),
-    ],
-)
+# seed 6 was a strict xfail until issue 18's fifth round (home's own latency stepped +12%,
+# t = 4.4 above the bar 4.2, ten windows after the first change: a third application change);
+# with the searched step's error allowing for shocks neighbouring blocks share, it passes
+@pytest.mark.parametrize("seed", range(1, 7))
 def test_paper_experiment_across_seeds(seed: int) -> None:
     analysis = SegmentDetector().analyse(cherkasova_scenario(seed).frame)
     assert analysis.episodes == ((60, 120),)

@@ -679,7 +679,8 @@ class SegmentDetector(DetectorMixin):
         passing = [
             step
             for step in steps
-            if step.score >= step_bar(self.alpha, len(steps), least / len(part), step.dof)
+            if step.score
+            >= step_bar(self.alpha, len(steps), least / len(part), step.dof, one_sided=True)
             and step.lasting
             and step.ratio - 1.0 >= self.min_change
         ]

@@ -66,6 +66,11 @@ _SENSITIVITY_SD = 0.25  # prior: a type feels the common stretch 1 ± 0.25 times
 # a mix or a spell of contention lasts about a minute, so a shock the yardstick misses is shared
 # by a block and up to the two after it: the step's error allows for that (_wls)
 _SHARED_LAGS = 2
+# the search's step error: neighbouring 20 s blocks share a shock (one that lasts about as long
+# as a mix, ~50 s) with this correlation (_shared_error); measured on the tuned runs, the
+# residuals' own lag-1 correlation is 0.16-0.32 on average, but the shocks that make false steps
+# are the mixes', and 0.25-0.35 left 6-9 false application changes (docs/segments.md)
+_NEIGHBOUR_CORRELATION = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +172,7 @@ def own_steps(
         common = stretch[:, j]
         searched = _partialled(value, mass, common)
         x = _placed(searched, mass, _best_step(searched, mass, least), least, block)
-        tested = _step_test(value, mass, x, block, common)
+        tested = _step_test(value, mass, x, block, common, searched=True)
         if tested is not None:
             out.append(OwnStep(str(name), x, *tested))
     return tuple(sorted(out, key=lambda s: -s.score))
@@ -202,16 +207,25 @@ def step_at(
     return tuple(sorted(out, key=lambda s: -s.score))
 
 
-def step_bar(alpha: float, types: int, least_share: float, dof: float = math.inf) -> float:
+def step_bar(
+    alpha: float,
+    types: int,
+    least_share: float,
+    dof: float = math.inf,
+    *,
+    one_sided: bool = False,
+) -> float:
     """The t a step found by searching the splits must reach: level ``alpha`` shared over
     ``types`` (Bonferroni), the supremum over splits of a standardised Brownian bridge with a
     share ``least_share`` of the windows kept on either side (Hansen 1997's approximation),
-    then read as a t quantile with ``dof`` degrees of freedom."""
+    then read as a t quantile with ``dof`` degrees of freedom. ``one_sided``: only steps one
+    way count (an application change is more work), and the supremum of the bridge one way
+    exceeds a high bar about half as often as its absolute value does."""
     if not 0.0 < alpha < 1.0 or types < 1:
         raise ValueError(f"need 0 < alpha < 1 and types >= 1, got {alpha}, {types}")
     low = min(max(least_share, 1e-3), 0.49)
     spread = math.log((1.0 - low) ** 2 / low**2)
-    level = alpha / types
+    level = (2.0 if one_sided else 1.0) * alpha / types
 
     def tail(c: float) -> float:
         density = float(norm.pdf(c))
@@ -360,13 +374,25 @@ def _partialled(
 
 
 def _step_test(
-    value: FloatArray, weight: FloatArray, x: int, block: int, common: FloatArray
+    value: FloatArray,
+    weight: FloatArray,
+    x: int,
+    block: int,
+    common: FloatArray,
+    *,
+    searched: bool = False,
 ) -> tuple[float, float, int, bool] | None:
     """The step at ``x`` refitted on block means with a second step halfway through the windows
     after it, the type's own sensitivity to the ``common`` stretch (learnt before the step:
     where the stretch itself steps there, as under a hog, the windows after it cannot tell
     the two apart) taken out first: (the step, its t, degrees of freedom, whether the later
-    half keeps at least half of it). None with too few blocks to tell."""
+    half keeps at least half of it). None with too few blocks to tell.
+
+    ``searched`` (a split found by searching, :func:`own_steps`): the step and its t come
+    from one step over all the windows after it — the second step only says whether it lasts
+    — so that a change in the last minute of the data is measured on all of that minute, not
+    its first half; its error is :func:`_shared_error`'s. Without it (the types named at a
+    known split, :func:`step_at`) the step is the first half's, its error :func:`_wls`'s."""
     n = len(value)
     value = _partialled(value, weight, common, np.arange(n) < x)
     size = max(int(block), 1)
@@ -390,8 +416,13 @@ def _step_test(
     if fit is None:
         return None
     (first, se, dof), second = fit
-    score = first / se if se > 0 else math.copysign(math.inf, first) if first else 0.0
     lasting = (first + second) * first > 0 and abs(first + second) >= 0.5 * abs(first)
+    if searched:
+        one = _shared_error(design[:, :2] * root[:, None], y * root)
+        if one is None:
+            return None
+        first, se, dof = one
+    score = first / se if se > 0 else math.copysign(math.inf, first) if first else 0.0
     return first, score, dof, lasting
 
 
@@ -451,3 +482,51 @@ def _wls(xs: FloatArray, ys: FloatArray) -> tuple[tuple[float, float, int], floa
     hac = float((bread @ meat @ bread)[1, 1]) * len(ys) / dof
     se = math.sqrt(max(variance, hac, 0.0))
     return (float(coef[1]), se, dof), float(coef[-1])
+
+
+def _shared_error(xs: FloatArray, ys: FloatArray) -> tuple[float, float, int] | None:
+    """Least squares of ``ys`` (block means, in time order) on ``xs``: the second column's
+    coefficient, its standard error and degrees of freedom, with neighbouring blocks' errors
+    correlated ``_NEIGHBOUR_CORRELATION`` (covariance ``σ²K``, ``K`` tridiagonal); None without
+    dof.
+
+    A shock the yardstick misses — a mix, a spell of contention — lasts about as long as two
+    blocks. Newey–West's estimate of that (:func:`_wls`) reads it off the residuals, and a
+    step near the end of the data fits its two or three blocks after it almost exactly, so
+    their residuals, and with them the step's error, come out too small. Here the correlation
+    is a model: ``σ² = RSS / tr(MK)`` (``M`` the residual maker), the step's variance
+    ``σ²·(B X'KX B)₁₁`` (``B = (X'X)⁻¹``), never below the one for independent blocks, and
+    Satterthwaite's degrees of freedom ``tr(MK)² / tr((MK)²)``. All in O(n): ``K`` is
+    banded."""
+    n = len(xs)
+    rank = int(np.linalg.matrix_rank(xs))
+    if n - rank <= 0:
+        return None
+    coef, *_ = np.linalg.lstsq(xs, ys, rcond=None)
+    residual = ys - xs @ coef
+    bread = np.linalg.pinv(xs.T @ xs)
+    rho = _NEIGHBOUR_CORRELATION
+
+    def banded(a: FloatArray) -> FloatArray:  # K @ a
+        out = a.copy()
+        out[1:] += rho * a[:-1]
+        out[:-1] += rho * a[1:]
+        return out
+
+    kx = banded(xs)
+    xkx = xs.T @ kx
+    # tr(MK) = tr(K) − tr(HK); tr((MK)²) = tr(K²) − 2 tr(HK²) + tr((HK)²), H = X B X'
+    trace = n - float(np.trace(bread @ xkx))
+    square = (
+        n
+        + 2.0 * rho**2 * (n - 1)
+        - 2.0 * float(np.trace(bread @ (kx.T @ kx)))
+        + float(np.trace(bread @ xkx @ bread @ xkx))
+    )
+    if trace <= 0 or square <= 0:
+        return None
+    sigma2 = float(residual @ residual) / trace
+    shared = sigma2 * float((bread @ xkx @ bread)[1, 1])
+    independent = float(residual @ residual) / (n - rank) * float(bread[1, 1])
+    dof = max(1, int(trace**2 / square))
+    return float(coef[1]), math.sqrt(max(shared, independent, 0.0)), dof
