@@ -430,7 +430,13 @@ class SegmentDetector(DetectorMixin):
             on that side (the more windows, the surer the step)."""
             key = (i, tuple(near))
             if key not in memo:
-                side = [j for j in range(len(spans)) if reference[j] and (j < i) == (near[0] < i)]
+                # the reference pieces on the neighbour's side, not piece i itself (it is added
+                # once below; before, the first piece's windows were searched twice)
+                side = [
+                    j
+                    for j in range(len(spans))
+                    if j != i and reference[j] and (j < i) == (near[0] < i)
+                ]
                 rows = _rows(sorted([spans[j] for j in side] + [spans[i]]))
                 least = self._least(data)
                 memo[key] = (
