@@ -178,11 +178,16 @@ def main() -> None:
                 ]
             rows.append(tuple(cells))
             print("  ".join(cells), flush=True)
+    print_table(rows)
+    print("targets: 1e5 ≤ 0.5 s, 1e6 ≤ 3 s, ≥ 100× ruptures Binseg at 1e5")
+
+
+def print_table(rows: list[tuple[str, ...]]) -> None:
+    """The rows again, in aligned columns, after a blank line."""
     print()
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    print("targets: 1e5 ≤ 0.5 s, 1e6 ≤ 3 s, ≥ 100× ruptures Binseg at 1e5")
 
 
 def compare(args: argparse.Namespace) -> None:
@@ -212,10 +217,7 @@ def compare(args: argparse.Namespace) -> None:
                 cells += [f"{t_r:.2f} s", f"{t_r / t_old:.0f}× → {t_r / t_new:.0f}×"]
             rows.append(tuple(cells))
             print("  ".join(cells), flush=True)
-    print()
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    print_table(rows)
     print(f"other: {args.compare}; this: {own}")
 
 
