@@ -80,8 +80,13 @@ def traced_search(run: str, window_s: int, cpu: str) -> str:
     original = detector.SegmentDetector._application_step
 
     def traced(
-        self: detector.SegmentDetector, data: Any, part: NDArray[np.intp], least: int
-    ) -> tuple[int, str] | None:
+        self: detector.SegmentDetector,
+        data: Any,
+        part: NDArray[np.intp],
+        least: int,
+        *,
+        at_end: bool = False,
+    ) -> tuple[int, str, bool] | None:
         steps = own_steps(
             data.latency,
             data.counts,
@@ -103,7 +108,7 @@ def traced_search(run: str, window_s: int, cpu: str) -> str:
                 f"bar {bar:.2f} ({s.dof} dof) {'lasts' if s.lasting else 'fades'}"
                 + ("  PASS" if passed else "")
             )
-        return original(self, data, part, least)
+        return original(self, data, part, least, at_end=at_end)
 
     detector.SegmentDetector._application_step = traced  # type: ignore[method-assign]
     try:

@@ -52,13 +52,16 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    :func:`~perfsleuth.segments.kernels.ownstep.step_bar` (the split searched for, Bonferroni
    over the types, at ``alpha``), and **lasts** (the later half of the windows after it keeps
    half the step); both sides last ``min_duration`` seconds; the largest such step cuts
-   first, then both sides are searched again. The CPU models are not asked: on a busy host a
-   linear CPU model misses by 7–33% between mixes with no code changed, and the CPU per
-   transaction moves with the co-tenants. The periods between application changes are
-   **reconciled** into workload changes: each cut of the segmentation inside a period is a
-   ``workload_change`` (INFO), which says whether one CPU model explains both sides within
-   ``allowed_error`` (extra relative error of the joint model, net of what noise alone costs
-   it) or, if not, whether the difference is significant (Chow F-test at ``alpha``). With
+   first, then both sides are searched again. At the end of the data, when no step passes, a step
+   with under twice ``min_duration`` after it is judged against the **end-of-data bar** (the splits
+   that leave so little after them only, at ``alpha / 2``) and reported as a tentative application
+   change (lower confidence: a warning). The CPU models are not asked: on a busy host a linear CPU
+   model misses by 7–33% between mixes with no code changed, and the CPU per transaction moves with
+   the co-tenants. The periods between application changes are **reconciled** into workload changes:
+   each cut of the segmentation inside a period is a ``workload_change`` (INFO), which says whether
+   one CPU model explains both sides within ``allowed_error`` (extra relative error of the joint
+   model, net of what noise alone costs it) or, if not, whether the difference is significant (Chow
+   F-test at ``alpha``). With
    ``confirm=False`` the paper's rule decides instead: consecutive periods merge while their
    CPU models differ by at most ``allowed_error`` or not significantly, and each change left
    is placed where the two periods' models fit best.
@@ -439,8 +442,11 @@ class SegmentDetector(DetectorMixin):
                 ]
                 rows = _rows(sorted([spans[j] for j in side] + [spans[i]]))
                 least = self._least(data)
+                # a change in the last minute of the data is judged as _located judges it
+                at_end = bool(rows[-1] == len(data.cpu) - 1)
                 memo[key] = (
-                    len(rows) >= 2 * least and self._application_step(data, rows, least) is not None
+                    len(rows) >= 2 * least
+                    and self._application_step(data, rows, least, at_end=at_end) is not None
                 )
             return memo[key]
 
@@ -571,10 +577,13 @@ class SegmentDetector(DetectorMixin):
     ) -> tuple[list[tuple[tuple[int, int], ...]], list[CpuModel], list[Boundary]]:
         """Group consecutive normal spans into periods of one application (step 4 of the
         module docstring) and name what changed between them."""
-        groups = self._located(data, normal) if self.confirm else self._merged(data, normal)
+        groups, late = (
+            self._located(data, normal) if self.confirm else (self._merged(data, normal), set())
+        )
         boundaries = []
         for i in range(len(groups) - 1):
             change = self._change(data, groups[i], groups[i + 1])
+            change = replace(change, end_of_data=change.index in late)
             boundaries.append(self._name(data, change, _rows(groups[i]), _rows(groups[i + 1])))
         for group in groups:
             # within a period of one application, the CPU model's other cuts: workloads
@@ -617,7 +626,9 @@ class SegmentDetector(DetectorMixin):
         self._relocate(data, groups)
         return groups
 
-    def _located(self, data: Windows, normal: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    def _located(
+        self, data: Windows, normal: list[tuple[int, int]]
+    ) -> tuple[list[list[tuple[int, int]]], set[int]]:
         """Application changes: where one transaction type's own latency steps for good, by
         binary segmentation of the normal windows.
 
@@ -628,23 +639,26 @@ class SegmentDetector(DetectorMixin):
         largest (:func:`own_steps`); the most certain that is an application change
         (:meth:`_application_step`) cuts them, and both sides are searched again. Both sides
         of a cut last at least ``min_duration`` seconds. Returns the periods, each a list of
-        spans.
+        spans, and the cuts found only by the end-of-data bar (:meth:`_application_step`).
         """
         spans = sorted(normal)
         rows = _rows(spans)
         least = self._least(data)
         cuts: list[int] = []
+        late: set[int] = set()
         pending = [(0, len(rows))]
         while pending:
             lo, hi = pending.pop()
             part = rows[lo:hi]
             if len(part) < 2 * least:
                 continue
-            found = self._application_step(data, part, least)
+            found = self._application_step(data, part, least, at_end=hi == len(rows))
             if found is None:
                 continue
-            at = found[0]
+            at, _, tentative = found
             cuts.append(int(part[at]))
+            if tentative:
+                late.add(int(part[at]))
             pending += [(lo, lo + at), (lo + at, hi)]
         marks = set(cuts)
         pieces = []
@@ -656,7 +670,7 @@ class SegmentDetector(DetectorMixin):
             if groups[-1] and a in marks:
                 groups.append([])
             groups[-1].append((a, b))
-        return [g for g in groups if g]
+        return [g for g in groups if g], late
 
     def _least(self, data: Windows) -> int:
         """Fewest windows on either side of an application change: ``min_duration`` seconds,
@@ -665,8 +679,8 @@ class SegmentDetector(DetectorMixin):
         return max(self._min_size(len(data.types)), seconds)
 
     def _application_step(
-        self, data: Windows, part: NDArray[np.intp], least: int
-    ) -> tuple[int, str] | None:
+        self, data: Windows, part: NDArray[np.intp], least: int, *, at_end: bool = False
+    ) -> tuple[int, str, bool] | None:
         """Where in the windows ``part`` one type's own latency steps in a way only a change
         of code explains (offset into ``part``) and that type, or None. The step must reach
         :func:`step_bar` (searched over splits and types, at ``alpha``), slow the type's own
@@ -682,18 +696,38 @@ class SegmentDetector(DetectorMixin):
             block=_block(data),
             least=least,
         )
-        passing = [
-            step
-            for step in steps
-            if step.score
-            >= step_bar(self.alpha, len(steps), least / len(part), step.dof, one_sided=True)
-            and step.lasting
-            and step.ratio - 1.0 >= self.min_change
-        ]
+        n = len(part)
+
+        def passes(step: OwnStep, end: bool = False) -> bool:
+            bar = self._step_bar(step, len(steps), n, least, end=end)
+            return step.score >= bar and step.lasting and step.ratio - 1.0 >= self.min_change
+
+        passing = [step for step in steps if passes(step)]
+        tentative = False
+        if not passing and at_end:
+            # the end of the data: a step with under twice ``min_duration`` after it has too
+            # few blocks after it for the bar of a search over every split; the end-of-data
+            # bar judges it, and it is reported as tentative (lower confidence)
+            passing = [step for step in steps if n - step.index < 2 * least and passes(step, True)]
+            tentative = True
         if not passing:
             return None
         top = max(passing, key=lambda s: s.shift)
-        return top.index, top.name
+        return top.index, top.name, tentative
+
+    def _step_bar(
+        self, step: OwnStep, types: int, n: int, least: int, *, end: bool = False
+    ) -> float:
+        """The t a searched step of ``types`` types over ``n`` windows (``least`` either side)
+        must reach (:func:`step_bar`, one-sided). ``end``: the end-of-data bar — the splits
+        that leave under ``2 × least`` windows after them only, a second look at windows the
+        search over every split found nothing in, so at half the level (Bonferroni over the
+        two looks; at the full level the tuned halves gained a false application change)."""
+        if not end:
+            return step_bar(self.alpha, types, least / n, step.dof, one_sided=True)
+        return step_bar(
+            self.alpha / 2, types, least / n, step.dof, one_sided=True, last_share=2 * least / n
+        )
 
     def _cpu_changed(
         self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]

@@ -209,6 +209,7 @@ def _application_change(det: Params, data: Windows, b: Boundary, end_window: int
         Evidence("p_value", b.p_value),
         Evidence("changed_types", ",".join(b.named)),
         Evidence("tentative", b.tentative),
+        Evidence("end_of_data_test", b.end_of_data),
         Evidence("common_ratio", _common(b)),
         Evidence("seconds_after", after_s, "s"),
     ]
@@ -257,7 +258,13 @@ def _application_change(det: Params, data: Windows, b: Boundary, end_window: int
     short = after_s < det.min_duration
     if short:
         which += f"; only {after_s:.0f} s of data after the change: confirm with more data"
-    severe = bool(b.named) and not b.tentative and not short
+    elif b.end_of_data:
+        which += (
+            f"; tentative: only {after_s:.0f} s of data after it, too little for the full bar, "
+            "so it was judged against the lower bar of a search over the end of the data only "
+            "(lower confidence): confirm with more data"
+        )
+    severe = bool(b.named) and not b.tentative and not short and not b.end_of_data
     return Finding(
         kind=Kind.APPLICATION_CHANGE,
         entity=det.entity,

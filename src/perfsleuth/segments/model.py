@@ -106,7 +106,8 @@ class Boundary:
     (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`); ``own`` the steps of the own
     latency of every type found changed (:mod:`~perfsleuth.segments.kernels.ownstep`; those
     that rose are ``named``, those that fell are reported beside them; empty when the CPU named
-    the types).
+    the types); ``end_of_data`` an application change found only by the end-of-data bar (too
+    little data after it for the full bar: lower confidence).
     """
 
     index: int
@@ -123,3 +124,4 @@ class Boundary:
     tentative: bool = False
     costs: tuple[CostChange, ...] = ()
     own: tuple[OwnStep, ...] = ()
+    end_of_data: bool = False

@@ -164,6 +164,13 @@ def test_the_bar_is_the_sup_of_a_brownian_bridge() -> None:
     one = step_bar(0.05, 5, 0.1, dof=20, one_sided=True)
     assert math.isclose(one, step_bar(0.10, 5, 0.1, dof=20))
     assert one < step_bar(0.05, 5, 0.1, dof=20)
+    # the splits near the end only: fewer splits searched, a lower bar, but above one split's
+    full = step_bar(0.05, 5, 0.1, dof=20, one_sided=True)
+    end = step_bar(0.05, 5, 0.1, dof=20, one_sided=True, last_share=0.2)
+    assert float(t_dist.ppf(1 - 0.05 / 5, 20)) < end < full
+    assert math.isclose(step_bar(0.05, 5, 0.1, last_share=0.9), step_bar(0.05, 5, 0.1))
+    with pytest.raises(ValueError, match="last_share"):
+        step_bar(0.05, 5, 0.1, last_share=0.05)
 
 
 def test_bad_input_is_named() -> None:

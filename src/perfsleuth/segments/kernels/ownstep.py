@@ -214,17 +214,27 @@ def step_bar(
     dof: float = math.inf,
     *,
     one_sided: bool = False,
+    last_share: float | None = None,
 ) -> float:
     """The t a step found by searching the splits must reach: level ``alpha`` shared over
     ``types`` (Bonferroni), the supremum over splits of a standardised Brownian bridge with a
     share ``least_share`` of the windows kept on either side (Hansen 1997's approximation),
     then read as a t quantile with ``dof`` degrees of freedom. ``one_sided``: only steps one
     way count (an application change is more work), and the supremum of the bridge one way
-    exceeds a high bar about half as often as its absolute value does."""
+    exceeds a high bar about half as often as its absolute value does.
+
+    ``last_share``: only the splits that leave between ``least_share`` and ``last_share`` of
+    the windows after them are searched (the end of the data); fewer splits, a lower bar."""
     if not 0.0 < alpha < 1.0 or types < 1:
         raise ValueError(f"need 0 < alpha < 1 and types >= 1, got {alpha}, {types}")
     low = min(max(least_share, 1e-3), 0.49)
-    spread = math.log((1.0 - low) ** 2 / low**2)
+    # the share of the windows before the split ranges over [first, last]
+    first, last = low, 1.0 - low
+    if last_share is not None:
+        if not low < last_share < 1.0:
+            raise ValueError(f"need least_share < last_share < 1, got {low}, {last_share}")
+        first = 1.0 - last_share
+    spread = math.log(last * (1.0 - first) / (first * (1.0 - last)))
     level = (2.0 if one_sided else 1.0) * alpha / types
 
     def tail(c: float) -> float:
