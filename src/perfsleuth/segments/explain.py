@@ -302,7 +302,8 @@ def _named_text(
 ) -> str:
     """``"t0: latency +77% against the other types' (t = 9.1); +1.9 ms CPU per transaction
     (+95%, 95% CI +1.2 ms to +2.6 ms), service time 4.4 ms → 7.9 ms (+77%)"``: the step of the
-    type's own latency, its CPU cost shift and its service time, signed."""
+    type's own latency, its CPU cost shift and its service time, signed; a CPU cost shift
+    whose interval spans zero is said to be not measurable, without a sign."""
     bits = []
     if step is not None:
         bits.append(
@@ -310,11 +311,13 @@ def _named_text(
             f"(t = {step.score:.1f})"
         )
     if cost is not None:
-        share = f"{100 * cost.relative:+.0f}%, " if math.isfinite(cost.relative) else ""
-        bits.append(
-            f"{_signed(cost.shift)} CPU per transaction ({share}"
-            f"{100 * cost.confidence:.0f}% CI {_signed(cost.low)} to {_signed(cost.high)})"
-        )
+        interval = f"{100 * cost.confidence:.0f}% CI {_signed(cost.low)} to {_signed(cost.high)}"
+        if cost.low <= 0.0 <= cost.high:
+            # an interval across zero does not tell the sign: no "−69%" beside a latency +80%
+            bits.append(f"CPU per transaction not measurably changed ({interval})")
+        else:
+            share = f"{100 * cost.relative:+.0f}%, " if math.isfinite(cost.relative) else ""
+            bits.append(f"{_signed(cost.shift)} CPU per transaction ({share}{interval})")
     if change is not None:
         bits.append(
             f"service time {format_seconds(change.before)} → {format_seconds(change.after)} "
