@@ -98,6 +98,21 @@ def test_a_spike_run_at_a_change_point_is_not_a_notable_spike() -> None:
     assert found.notable_spikes(0) == ()
 
 
+def test_spikes_are_judged_against_the_noise_of_their_own_segment() -> None:
+    # a busier service is noisier: after the step the noise is 4 times larger. Judged on one
+    # scale for the whole series, its ordinary tail were "spikes" (4-16 of them for seeds 0-4);
+    # judged on its own segment's noise, none is, and a reading outsized there (+10 σ) still is
+    rng = np.random.default_rng(0)
+    x = np.concatenate([10.0 + rng.normal(0.0, 1.0, 300), 30.0 + rng.normal(0.0, 4.0, 300)])
+    found = find_change_points(x)
+    assert found.indices == (300,)
+    assert found.spikes == ()
+    x[450] += 40.0
+    found = find_change_points(x)
+    assert found.spikes == (450,)
+    assert [r.index for r in found.notable_spikes()] == [450]
+
+
 def test_points_are_ranked_by_effect() -> None:
     rng = np.random.default_rng(5)
     x = rng.standard_normal(900) + np.repeat([0.0, 3.0, 13.0], 300)

@@ -256,8 +256,8 @@ DEFAULT_TOP_SPIKES = 2  # spike runs per series reported as findings, the larges
 class SpikeRun:
     """Spikes close together: observations ``start`` to ``stop - 1`` hold ``count`` spikes, no
     two consecutive ones more than ``min_size`` apart. ``index`` is the most extreme, ``size``
-    its distance from the model in robust noise σ (on the symmetrised scale, as spikes are
-    judged)."""
+    its distance from the model in robust noise σ of its segment (on the symmetrised scale, as
+    spikes are judged)."""
 
     start: int
     stop: int
@@ -927,7 +927,7 @@ def find_change_points(
         )
         for i, p in enumerate(accepted)
     )
-    spikes, spike_runs = _spikes(x - fitted, size) if robust_search else ((), ())
+    spikes, spike_runs = _spikes(x - fitted, bounds, size) if robust_search else ((), ())
     log(
         "change points: %d found, %d candidate(s) dropped, %.2f s",
         len(points),
@@ -1100,18 +1100,15 @@ def _without_cycle(x: FloatArray, min_size: int) -> tuple[FloatArray, int | None
     return flat, period, x - flat
 
 
-def _spikes(resid: FloatArray, min_size: int) -> tuple[tuple[int, ...], tuple[SpikeRun, ...]]:
-    """Observations more than ``_SPIKE_K`` robust σ from the model in some column, judged on a
-    scale where the bulk of the residuals is symmetric (:func:`_bulk_symmetrised`), so that a
-    long right tail (latencies) is not all spikes; and the same grouped into runs (none more
-    than ``min_size`` from the next), largest first."""
+def _spikes(
+    resid: FloatArray, bounds: list[int], min_size: int
+) -> tuple[tuple[int, ...], tuple[SpikeRun, ...]]:
+    """Observations more than ``_SPIKE_K`` robust σ from the model in some column, each judged
+    against the noise of its own segment (:func:`_spike_sizes`), and the same grouped into runs
+    (none more than ``min_size`` from the next), largest first."""
     size = np.zeros(resid.shape[0])
     for j in range(resid.shape[1]):
-        r = _bulk_symmetrised(resid[:, j])
-        r -= robust_mod.median(r)
-        sigma = robust_mod.robust_scale(r)
-        if sigma > 0:
-            size = np.maximum(size, np.abs(r) / sigma)
+        size = np.maximum(size, _spike_sizes(resid[:, j], bounds))
     spikes = np.flatnonzero(size > _SPIKE_K)
     runs = []
     for run in np.split(spikes, np.flatnonzero(np.diff(spikes) > min_size) + 1):
@@ -1120,6 +1117,34 @@ def _spikes(resid: FloatArray, min_size: int) -> tuple[tuple[int, ...], tuple[Sp
             runs.append(SpikeRun(int(run[0]), int(run[-1]) + 1, peak, float(size[peak]), run.size))
     runs.sort(key=lambda r: (-r.size, r.index))
     return tuple(int(i) for i in spikes), tuple(runs)
+
+
+_SPIKE_OWN_SCALE = 25  # readings a segment needs to be judged on a spike scale of its own
+
+
+def _spike_sizes(column: FloatArray, bounds: list[int]) -> FloatArray:
+    """Each residual's distance from the model in robust σ of its own segment's noise: a busier
+    service is noisier, and judged on one scale for the whole series the ordinary tail of its
+    noisier segments became "spikes" (the demo's M/M/1 services after their load rose showed 7).
+    A segment shorter than ``_SPIKE_OWN_SCALE`` is judged on the whole series' scale: below
+    that, the 5% tails left out of the scale's fit hold one reading a side at most, and a pair
+    of spikes chooses its own scale (two +10 σ spikes in Gaussian noise are found 1% of the time
+    in 21 readings, 66% in 25, 80% in 40); in 20–30 clean readings one in 50 segments (Gaussian,
+    lognormal; exponential one in 100) shows a false spike, in 10 readings one in 17."""
+    short = any(b - a < _SPIKE_OWN_SCALE for a, b in itertools.pairwise(bounds))
+    size = _scaled_distance(column) if short else np.zeros_like(column)
+    for a, b in itertools.pairwise(bounds):
+        if b - a >= _SPIKE_OWN_SCALE:
+            size[a:b] = _scaled_distance(column[a:b])
+    return size
+
+
+def _scaled_distance(column: FloatArray) -> FloatArray:
+    """|r| / robust σ of r, r the residuals on their bulk-symmetrised scale about its median."""
+    r = _bulk_symmetrised(column)
+    r -= robust_mod.median(r)
+    sigma = robust_mod.robust_scale(r)
+    return np.abs(r) / sigma if sigma > 0 else np.zeros_like(r)
 
 
 _SPIKE_FIT_TAIL = 0.05  # share of each tail of the residuals left out of the spike scale's fit
