@@ -1119,24 +1119,27 @@ def _spikes(
     return tuple(int(i) for i in spikes), tuple(runs)
 
 
-_SPIKE_OWN_SCALE = 25  # readings a segment needs to be judged on a spike scale of its own
+_SPIKE_OWN_SCALE = 25  # readings a segment needs to be judged on a spread of its own
 
 
 def _spike_sizes(column: FloatArray, bounds: list[int]) -> FloatArray:
     """Each residual's distance from the model in robust σ of its own segment's noise: a busier
     service is noisier, and judged on one scale for the whole series the ordinary tail of its
     noisier segments became "spikes" (the demo's M/M/1 services after their load rose showed 7).
-    A segment shorter than ``_SPIKE_OWN_SCALE`` is judged on the whole series' scale: below
-    that, the 5% tails left out of the scale's fit hold one reading a side at most, and a pair
-    of spikes chooses its own scale (two +10 σ spikes in Gaussian noise are found 1% of the time
-    in 21 readings, 66% in 25, 80% in 40); in 20–30 clean readings one in 50 segments (Gaussian,
-    lognormal; exponential one in 100) shows a false spike, in 10 readings one in 17."""
-    short = any(b - a < _SPIKE_OWN_SCALE for a, b in itertools.pairwise(bounds))
-    size = _scaled_distance(column) if short else np.zeros_like(column)
+    Each segment's residuals are first put in units of its own spread (median absolute
+    deviation about its median, which spikes up to half the segment do not move), then all
+    are judged on one bulk-symmetrised scale: the shape of the noise is fitted on the whole
+    series, so a segment dense with spikes (5 in 51 readings, beyond the 5% tails left out of a
+    fit) does not choose its own shape. A segment shorter than ``_SPIKE_OWN_SCALE`` keeps the
+    whole series' spread: its MAD would err by 23% or more (≈ 1.17/√n)."""
+    whole = robust_mod.robust_scale(column)
+    z = column - robust_mod.median(column)
     for a, b in itertools.pairwise(bounds):
         if b - a >= _SPIKE_OWN_SCALE:
-            size[a:b] = _scaled_distance(column[a:b])
-    return size
+            part = column[a:b]
+            spread = robust_mod.robust_scale(part)
+            z[a:b] = (part - robust_mod.median(part)) * (whole / spread if spread > 0 else 1.0)
+    return _scaled_distance(z)
 
 
 def _scaled_distance(column: FloatArray) -> FloatArray:
