@@ -33,8 +33,9 @@ def test_every_family_finds_what_was_planted(demo: RunResult) -> None:
         if f.entity not in ("shop", "app-1"):  # the incident estate: its own test below
             by_family[family_of(f)].add((f.kind, f.entity.split("/")[0]))
     assert {e for _, e in by_family["changepoints"]} == {"checkout", "search"}  # not inventory
-    # no spike was planted: the ordinary tail of a busier (noisier) queue is not one
-    assert {k for k, _ in by_family["changepoints"]} == {Kind.CHANGE_POINT}
+    # checkout's load rises from ρ = .5 to .8: the ordinary tail of the busier (noisier) queue
+    # is no spike (judged on one scale for the whole series it gave 4 spike findings)
+    assert (Kind.SPIKE, "checkout") not in by_family["changepoints"]
     assert {k for k, _ in by_family["workload"]} == {Kind.WORKLOAD_ANOMALY}
     assert {e for _, e in by_family["workload"]} == {"webshop"}
     assert {k for k, _ in by_family["segments"]} == {
