@@ -1129,9 +1129,10 @@ def _spike_sizes(column: FloatArray, bounds: list[int]) -> FloatArray:
     Each segment's residuals are first put in units of its own spread (median absolute
     deviation about its median, which spikes up to half the segment do not move), then all
     are judged on one bulk-symmetrised scale: the shape of the noise is fitted on the whole
-    series, so a segment dense with spikes (5 in 51 readings, beyond the 5% tails left out of a
-    fit) does not choose its own shape. A segment shorter than ``_SPIKE_OWN_SCALE`` keeps the
-    whole series' spread: its MAD would err by 23% or more (≈ 1.17/√n)."""
+    series, not per segment, whose spikes may outnumber the 5% tails left out of a fit (5 in 51
+    readings); spikes making some 10% of the whole series still do (docs/changepoints.md, Not
+    done). A segment shorter than ``_SPIKE_OWN_SCALE`` keeps the whole series' spread: its MAD
+    would err by 23% or more (≈ 1.17/√n)."""
     whole = robust_mod.robust_scale(column)
     z = column - robust_mod.median(column)
     for a, b in itertools.pairwise(bounds):
