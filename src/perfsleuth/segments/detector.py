@@ -426,6 +426,13 @@ class SegmentDetector(DetectorMixin):
         ]
         memo: dict[tuple[int, tuple[int, ...]], bool] = {}
 
+        def tail(i: int, near: list[int]) -> list[int]:
+            """The short pieces between piece ``i`` (its neighbour before it) and the end of
+            the data: under ``min_duration`` seconds each (a segmentation in windows cuts
+            them at 1 s, not at 5 s), data after a change in piece i all the same."""
+            after = list(range(i + 1, len(spans))) if near[0] < i else []
+            return after if all(is_short[j] for j in after) else []
+
         def released(i: int, near: list[int]) -> bool:
             """Whether a type's own latency steps up for good where piece ``i`` meets its one
             neighbour ``near``: extra CPU from there to the end of the data that a change of
@@ -440,7 +447,12 @@ class SegmentDetector(DetectorMixin):
                     for j in range(len(spans))
                     if j != i and reference[j] and (j < i) == (near[0] < i)
                 ]
-                rows = _rows(sorted([spans[j] for j in side] + [spans[i]]))
+                # searched with the short pieces after it, so that the end of the data means
+                # the same in time at every window size
+                pieces_in = (
+                    [spans[j] for j in side] + [spans[i]] + [spans[j] for j in tail(i, near)]
+                )
+                rows = _rows(sorted(pieces_in))
                 least = self._least(data)
                 # a change in the last minute of the data is judged as _located judges it
                 at_end = bool(rows[-1] == len(data.cpu) - 1)
@@ -455,8 +467,10 @@ class SegmentDetector(DetectorMixin):
         reference = [not sh for sh in is_short]
         long_anomaly = [False] * len(spans)
         unreleased = [False] * len(spans)  # at an end of the data, no change of code explains it
+        explained = [False] * len(spans)  # a short piece after a change that explains its CPU
         verdicts: list[list[tuple[float, float, float]]] = [[] for _ in spans]
         for _ in range(len(spans)):
+            explained = [False] * len(spans)
             for i, (a, b) in enumerate(spans):
                 if is_short[i]:
                     continue
@@ -472,6 +486,8 @@ class SegmentDetector(DetectorMixin):
                     long_anomaly[i] = more
                 else:  # the idle rule judges the ends of the data too
                     unreleased[i] = bool(near) and not released(i, near)
+                    for j in tail(i, near) if near and not unreleased[i] else []:
+                        explained[j] = True
                     long_anomaly[i] = (more or idle_high[i]) and (not near or unreleased[i])
             settled = [not sh and not x for sh, x in zip(is_short, long_anomaly, strict=True)]
             if settled == reference:
@@ -485,7 +501,9 @@ class SegmentDetector(DetectorMixin):
                 verdicts[i] = [self._excess(data, rows, models[j]) for j in near]  # type: ignore[arg-type]
             fires, excess, z = _agree(verdicts[i], self.threshold, self.allowed_error)
             anomalous = fires if is_short[i] else long_anomaly[i]
-            if is_short[i] and fires:
+            if is_short[i] and fires and explained[i]:
+                anomalous = False  # the extra CPU of a change of code just before it
+            elif is_short[i] and fires:
                 # next to an anomaly, a short piece is where its edge may lie: its tail (an
                 # excess nearer the anomaly's than none) or normal windows the linear model
                 # misses between mixes (nearer none)
