@@ -24,8 +24,9 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    go; there the paper's *idle rule* may fire too (``C0`` above ``idle_util`` of the machine,
    significantly), and the stretch is an anomaly unless a change of code explains it
    (*signature rule*: a type's own latency steps up for good where it begins, step 4, judged
-   against all the normal segments on that side — an application change near the end of the
-   data is not lost in an anomaly). A short segment
+   against all the normal segments on that side and the short segments between it and the
+   end of the data, which it then explains too — an application change near the end of the
+   data is not lost in an anomaly, at any window size). A short segment
    (under ``min_duration`` seconds, or too few windows for a model of its own) is an anomaly
    when the residual rule fires in either direction — beside an anomaly, only when its excess
    is at least half the anomaly's (nearer it than none); otherwise it joins the neighbour
