@@ -98,7 +98,10 @@ def test_pgbench_counts_names_and_server_cpu_reach_the_frame(tmp_path: Path) -> 
     table.to_csv(tmp_path / "agg_1s.csv", index=False)
     cores = os.cpu_count() or 1
     cpu = exp.cpu_tables(raw, cores)["db"]
-    assert len(cpu) == len(raw) - 1  # one row per second sampled
+    # one row per second sampled in which the clock ticked: only the sampler's last sample at
+    # exit may follow the one before within a tick (a 6 of 7 rows failure under load)
+    ticked = int((raw["jiffies"].diff().iloc[1:] > 0).sum())
+    assert len(cpu) == ticked >= len(raw) - 2
     assert cpu["cpu_util"].between(0, 1).all() and (cpu["cpu_cores"] == cores).all()
     cpu.to_csv(tmp_path / "cpu_db.csv", index=False)
 
