@@ -278,7 +278,7 @@ def _explain(
 ) -> str:
     scale = max(abs(before), abs(after))
     verb = "rose" if after > before else "fell"
-    stamp = when.strftime("%Y-%m-%d %H:%M:%S" if when.second else "%Y-%m-%d %H:%M") + " UTC"
+    stamp = _stamp(when)
     if math.isnan(point.p_value):
         evidence = f"T = {point.statistic:.3f} > {point.critical_value:.3f}"
     elif point.p_value < _STRONG_P:
@@ -299,7 +299,7 @@ def _spike_finding(series: SeriesChanges, run: SpikeRun) -> Finding:
     level = float(fitted[run.index, 0]) if fitted is not None else math.nan
     scale = max(abs(value), abs(level))
     when: datetime = series.times.iat[run.index].to_pydatetime()
-    stamp = when.strftime("%Y-%m-%d %H:%M:%S" if when.second else "%Y-%m-%d %H:%M") + " UTC"
+    stamp = _stamp(when)
     more = f"; {run.count} spikes within {run.stop - run.start} readings" if run.count > 1 else ""
     text = (
         f"{series.entity}/{series.metric}: spike to "
@@ -325,6 +325,11 @@ def _spike_finding(series: SeriesChanges, run: SpikeRun) -> Finding:
         ),
         detector=CHECK,
     )
+
+
+def _stamp(when: datetime) -> str:
+    """``2024-05-01 09:02 UTC``, with the seconds only when there are some."""
+    return when.strftime("%Y-%m-%d %H:%M:%S" if when.second else "%Y-%m-%d %H:%M") + " UTC"
 
 
 def _spikes_near(result: ChangePoints, point: ChangePoint) -> int:
