@@ -24,33 +24,29 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from segments_accuracy import CORPUS, CPUS, WINDOWS, analyse_run, halves
+from segments_own_phases import application_steps
 
 from perfsleuth.datasets.segments import RunTruth
 from perfsleuth.segments import detector
-from perfsleuth.segments.kernels.ownstep import own_steps
+from perfsleuth.segments.kernels.ownstep import OwnStep
 
 
 def traced(run: str, window_s: int, cpu: str, truth: RunTruth) -> list[str]:
     """One line per upward step near the end of the data, for one configuration."""
     lines: list[str] = []
-    original = detector.SegmentDetector._application_step
     change = np.datetime64(truth.change_at.replace(tzinfo=None), "ns")
 
-    def wrapped(
+    def observe(
         self: detector.SegmentDetector,
         data: Any,
         part: NDArray[np.intp],
         least: int,
-        *,
-        at_end: bool = False,
-    ) -> tuple[int, str, bool] | None:
-        found = original(self, data, part, least, at_end=at_end)
+        at_end: bool,
+        steps: list[OwnStep],
+        found: Any,
+    ) -> None:
         if not at_end:
-            return found
-        steps = own_steps(
-            data.latency, data.counts, part, names=data.types, block=detector._block(data),
-            least=least,
-        )  # fmt: skip
+            return
         n = len(part)
 
         def full_bar(s: Any) -> float:
@@ -77,13 +73,9 @@ def traced(run: str, window_s: int, cpu: str, truth: RunTruth) -> list[str]:
                 f"{'asked' if asked else 'not asked'}"
                 + ("  CUT" if found is not None and found[1] == s.name else "")
             )
-        return found
 
-    detector.SegmentDetector._application_step = wrapped  # type: ignore[method-assign]
-    try:
+    with application_steps(observe):
         analyse_run(CORPUS / run, window_s, cpu)
-    finally:
-        detector.SegmentDetector._application_step = original  # type: ignore[method-assign]
     return lines
 
 

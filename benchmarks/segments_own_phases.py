@@ -21,8 +21,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -31,7 +33,7 @@ from segments_accuracy import CORPUS, analyse_run
 
 from perfsleuth.cli.inputs import WorkloadFormat, workload_source
 from perfsleuth.segments import detector
-from perfsleuth.segments.kernels.ownstep import own_latency, own_steps, step_bar
+from perfsleuth.segments.kernels.ownstep import OwnStep, own_latency, own_steps
 from perfsleuth.sources.load import read_source
 
 
@@ -74,9 +76,16 @@ def phases(run: str, window_s: int, cpu: str) -> str:
     return "\n".join(lines)
 
 
-def traced_search(run: str, window_s: int, cpu: str) -> str:
-    """Every own-latency search the detector makes on one configuration."""
-    lines: list[str] = []
+Observer = Callable[
+    [detector.SegmentDetector, Any, NDArray[np.intp], int, bool, list[OwnStep], Any], None
+]
+
+
+@contextlib.contextmanager
+def application_steps(observe: Observer) -> Iterator[None]:
+    """While open, every own-latency search of the detector also calls ``observe(detector,
+    data, part, least, at_end, steps, found)``: the searched windows, each type's largest step
+    there (:func:`own_steps`) and what the search returned."""
     original = detector.SegmentDetector._application_step
 
     def traced(
@@ -87,34 +96,49 @@ def traced_search(run: str, window_s: int, cpu: str) -> str:
         *,
         at_end: bool = False,
     ) -> tuple[int, str, bool] | None:
+        found = original(self, data, part, least, at_end=at_end)
         steps = own_steps(
-            data.latency,
-            data.counts,
-            part,
-            names=data.types,
-            block=detector._block(data),
+            data.latency, data.counts, part, names=data.types, block=detector._block(data),
             least=least,
-        )
+        )  # fmt: skip
+        observe(self, data, part, least, at_end, steps, found)
+        return found
 
+    detector.SegmentDetector._application_step = traced  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        detector.SegmentDetector._application_step = original  # type: ignore[method-assign]
+
+
+def traced_search(run: str, window_s: int, cpu: str) -> str:
+    """Every own-latency search the detector makes on one configuration."""
+    lines: list[str] = []
+
+    def observe(
+        self: detector.SegmentDetector,
+        data: Any,
+        part: NDArray[np.intp],
+        least: int,
+        at_end: bool,
+        steps: list[OwnStep],
+        found: Any,
+    ) -> None:
         def clock(i: int) -> str:
             return str(data.start[i])[11:19]
 
         lines.append(f"  searched {clock(part[0])}-{clock(part[-1])} ({len(part)} windows)")
         for s in steps:
-            bar = step_bar(self.alpha, len(steps), least / len(part), s.dof, one_sided=True)
+            bar = self._step_bar(s, len(steps), len(part), least)
             passed = s.score >= bar and s.lasting and s.ratio - 1.0 >= self.min_change
             lines.append(
                 f"    {s.name} at {clock(part[s.index])} ratio {s.ratio:.2f} t {s.score:+.2f} "
                 f"bar {bar:.2f} ({s.dof} dof) {'lasts' if s.lasting else 'fades'}"
                 + ("  PASS" if passed else "")
             )
-        return original(self, data, part, least, at_end=at_end)
 
-    detector.SegmentDetector._application_step = traced  # type: ignore[method-assign]
-    try:
+    with application_steps(observe):
         analyse_run(CORPUS / run, window_s, cpu)
-    finally:
-        detector.SegmentDetector._application_step = original  # type: ignore[method-assign]
     return "\n".join(lines)
 
 
