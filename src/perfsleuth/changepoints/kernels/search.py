@@ -129,7 +129,7 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -158,6 +158,7 @@ __all__ = [
 ]
 
 FloatArray = NDArray[np.float64]
+_Indexed = Mapping[int, float] | FloatArray  # prefix sums: an array, or its values at some indices
 Method = Literal["fpa", "paper", "f"]
 AlphaSpending = Literal["length", "none"]
 
@@ -1422,7 +1423,10 @@ class _Practical:
             sums: tuple[FloatArray, FloatArray, FloatArray],
             tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
             sigma: FloatArray,
+            points: list[int],
         ) -> Callable[[int, int, int], seeded.Judged]:
+            """The verdict on a split at ``i`` of [a, b), each of them 0, n or one of
+            ``points`` (the pruning's)."""
             pz = sums[0]
             measured = sigma > 0
             unit = np.where(measured, sigma, 1.0)
@@ -1449,13 +1453,24 @@ class _Practical:
                 # the costly part, and most candidates fail before it; a segment of two single
                 # points cannot be tested (T is infinite there)
                 passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
-                passes = passes and _beyond_one_observation(z, sums, a, i, b, cost)
+                passes = passes and _beyond_one_observation(z, columns, a, i, b, cost)
                 return seeded.Judged(i, a, b, delta, None if passes else False, float(effect.max()))
 
-            # One column (most series): the same arithmetic on scalars, a fifth of the time.
+            # One column (most series): the same arithmetic on Python floats, the prefix sums
+            # read once at the only indices a judgement asks for (numpy scalars cost several
+            # times as much an operation).
             one_column = self.dims == 1
-            pz1, pl1 = pz[:, 0], pl[:, 0]
-            offset1, trend1, unit1, measured1 = offset[0], trend[0], unit[0], bool(measured[0])
+            columns: list[tuple[_Indexed, _Indexed]] = [
+                (sums[0][:, j], sums[1][:, j]) for j in range(self.dims)
+            ]
+            if one_column:
+                ends = [0, *points, n]
+                pz1, pl1, pz2 = (
+                    dict(zip(ends, s[ends, 0].tolist(), strict=True)) for s in (pz, pl, sums[1])
+                )
+                columns = [(pz1, pz2)]
+            offset1, trend1, unit1 = float(offset[0]), float(trend[0]), float(unit[0])
+            measured1 = bool(measured[0])
 
             def verdict_1d(a: int, i: int, b: int) -> seeded.Judged:
                 nl, nr = i - a, b - i
@@ -1478,7 +1493,7 @@ class _Practical:
                     ) >= self.min_relative_change  # fmt: skip
                 cost = self.penalty * log_n + math.log(n * (b - a) / (nl * nr))
                 passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
-                passes = passes and _beyond_one_observation(z, sums, a, i, b, cost)
+                passes = passes and _beyond_one_observation(z, columns, a, i, b, cost)
                 return seeded.Judged(i, a, b, delta, None if passes else False, effect)
 
             return verdict
@@ -1543,7 +1558,7 @@ class _Practical:
             for _ in range(_PRUNE_ROUNDS):
                 sigma = _residual_scale(centred, [0, *found, n])
                 kept, gone = seeded.prune(
-                    found, n, judge(z, sums, tests, sigma), significant(sums, tests)
+                    found, n, judge(z, sums, tests, sigma, found), significant(sums, tests)
                 )
                 dropped += gone
                 placed = seeded.refine(sums[0], [k.index for k in kept], m)
@@ -1708,7 +1723,7 @@ def _lone_jump(segment: FloatArray, at: int, alpha: float) -> bool:
 
 def _beyond_one_observation(
     z: FloatArray,
-    sums: tuple[FloatArray, FloatArray, FloatArray],
+    columns: Sequence[tuple[_Indexed, _Indexed]],
     a: int,
     i: int,
     b: int,
@@ -1719,20 +1734,20 @@ def _beyond_one_observation(
     mean furthest from the other's: a shift that rests on one observation is a spike (listed in
     ``ChangePoints.spikes``), not a change of level. O(1) from the prefix sums when no
     observation of the side can carry the shift (its largest possible deviation is bounded by
-    the side's sum of squares); else one pass over the shorter side."""
+    the side's sum of squares); else one pass over the shorter side. ``columns``: per column,
+    the prefix sums of ``z`` and of ``z²`` (arrays, or mappings holding the indices asked)."""
     nl, nr = i - a, b - i
     s, e, k = (a, i, nl) if nl <= nr else (i, b, nr)
     if k < 2:
         return False  # the whole side is one observation
-    ps, ps2, _ = sums
     weight = (k - 1) * (b - a - k) / (b - a - 1)
     sides = []
     bound = 0.0
-    for j in range(z.shape[1]):
-        total = float(ps[b, j] - ps[a, j])
-        mean = float(ps[e, j] - ps[s, j]) / k
+    for ps, ps2 in columns:
+        total = float(ps[b] - ps[a])
+        mean = float(ps[e] - ps[s]) / k
         other = (total - mean * k) / (b - a - k)
-        ssq = max(float(ps2[e, j] - ps2[s, j]) - k * mean * mean, 0.0)
+        ssq = max(float(ps2[e] - ps2[s]) - k * mean * mean, 0.0)
         worst = math.sqrt(ssq * (k - 1) / k)  # the largest deviation the side can hold
         sides.append((mean, other))
         bound += weight * max(abs(mean - other) - worst / (k - 1), 0.0) ** 2
