@@ -1547,10 +1547,10 @@ class _Practical:
                 z, m, _at_level(critical_at, _CANDIDATE_ALPHA), self.max_depth, sums=sums[:2]
             )
             chosen = seeded.greedy(candidates)
-            layer = {c.index: c.layer for c in chosen}
+            found = chosen.index.tolist()
+            layer = dict(zip(found, chosen.layer.tolist(), strict=True))
             tests: dict[tuple[int, int, int], tuple[float, float, Assessment]] = {}
 
-            found = [c.index for c in chosen]
             dropped = []
             # The effect floor's noise σ comes from the finer, then the pruned fit; a survivor
             # is then moved to the best split between its final neighbours (a seeded interval's

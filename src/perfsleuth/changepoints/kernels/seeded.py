@@ -50,6 +50,7 @@ O(k log k) for k candidates.
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import math
 from collections.abc import Callable
@@ -58,7 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Candidate", "Judged", "greedy", "prune", "refine", "seeded_candidates"]
+__all__ = ["Candidate", "Candidates", "Judged", "greedy", "prune", "refine", "seeded_candidates"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -78,13 +79,40 @@ class Candidate:
     stop: int
 
 
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """Best splits of seeded intervals, as :class:`Candidate` fields in equally long arrays (a
+    long series has thousands: one object each cost more than finding them)."""
+
+    index: IntArray
+    strength: FloatArray
+    layer: IntArray
+    start: IntArray
+    stop: IntArray
+
+    def __len__(self) -> int:
+        return int(self.index.size)
+
+    def take(self, rows: IntArray) -> Candidates:
+        return Candidates(*(getattr(self, f)[rows] for f in _FIELDS))
+
+    def rows(self) -> list[Candidate]:
+        return [
+            Candidate(int(i), float(z), int(layer), int(a), int(b))
+            for i, z, layer, a, b in zip(*(getattr(self, f).tolist() for f in _FIELDS), strict=True)
+        ]
+
+
+_FIELDS = ("index", "strength", "layer", "start", "stop")
+
+
 def seeded_candidates(
     y: FloatArray,
     min_size: int,
     threshold: Callable[[int], float],
     max_layer: int | None = None,
     sums: tuple[FloatArray, FloatArray] | None = None,
-) -> list[Candidate]:
+) -> Candidates:
     """Best split of every seeded interval of ``y`` (n × d, noise in long-run units) whose
     ``z²`` reaches ``threshold(interval length)``; ``sums``: the cumulative sums of ``y`` and
     of ``y²`` (n + 1 rows each, from 0), when the caller has them.
@@ -101,24 +129,42 @@ def seeded_candidates(
         np.cumsum(y * y, axis=0, out=sums[1][1:])
     prefix, squares = sums
     slack = _rounding(squares, n)
-    found: list[Candidate] = []
+    found: list[tuple[IntArray, FloatArray, IntArray]] = []  # (index, z², start) per layer
+    layers: list[tuple[int, int]] = []  # (layer, length)
     # two work arrays for every layer's chunks (a layer holds about 2n pairs)
     work = np.empty((2, min(_CHUNK, 2 * n + 2)))
     shortest = max(2 * min_size, 3)  # the tests' tables start at 3 observations
     length, layer = n, 0
     while length >= shortest and (max_layer is None or layer <= max_layer):
-        count = 1 if layer == 0 else 2 * math.ceil(n / length) - 1
-        starts = np.round(np.linspace(0, n - length, count)).astype(np.int64)
-        # rounded from an increasing grid, so sorted: drop repeats without np.unique's sort
-        starts = starts[np.r_[True, starts[1:] != starts[:-1]]]
+        starts = _layer_starts(n, length, layer)
         floor = threshold(length)
         starts = starts[_may_reach(prefix, squares, starts, length, floor, slack)]
-        found.extend(_best_splits(prefix, starts, length, min_size, floor, layer, work))
+        found.append(_best_splits(prefix, starts, length, min_size, floor, work))
+        layers.append((layer, length))
         if length == shortest:
             break
         length = max(shortest, (length + 1) // 2)
         layer += 1
-    return found
+    if not found:
+        none = np.zeros(0, dtype=np.int64)
+        return Candidates(none, np.zeros(0), none, none, none)
+    index, strength, start = (np.concatenate(parts) for parts in zip(*found, strict=True))
+    counts = [part[0].size for part in found]
+    layer_of, length_of = (
+        np.repeat(np.array(v, dtype=np.int64), counts) for v in zip(*layers, strict=True)
+    )
+    return Candidates(index, strength, layer_of, start, start + length_of)
+
+
+@functools.lru_cache(maxsize=64)
+def _layer_starts(n: int, length: int, layer: int) -> IntArray:
+    """The starts of a layer's intervals of ``length`` (the same every noise round, so kept)."""
+    count = 1 if layer == 0 else 2 * math.ceil(n / length) - 1
+    starts = np.round(np.linspace(0, n - length, count)).astype(np.int64)
+    # rounded from an increasing grid, so sorted: drop repeats without np.unique's sort
+    starts = starts[np.r_[True, starts[1:] != starts[:-1]]]
+    starts.flags.writeable = False
+    return starts
 
 
 def _rounding(squares: FloatArray, n: int) -> tuple[float, float]:
@@ -161,26 +207,31 @@ def _best_splits(
     length: int,
     min_size: int,
     floor: float,
-    layer: int,
     work: FloatArray,
-) -> list[Candidate]:
-    dims = prefix.shape[1]
+) -> tuple[IntArray, FloatArray, IntArray]:
+    """(split, its z², interval start) of each interval of ``starts`` whose best split reaches
+    ``floor``."""
     if starts.size == 0:
-        return []
-    left = np.arange(min_size, length - min_size + 1, dtype=np.int64)  # left-part sizes
-    weight = length / (left * (length - left)).astype(np.float64)
-    share = left / length
-    if dims == 1:
+        return starts, np.zeros(0), starts
+    left, weight, share = _split_weights(length, min_size)
+    if prefix.shape[1] == 1:
         best, value = _best_splits_1d(prefix[:, 0], starts, length, min_size, weight, share, work)
     else:
         best, value = _best_splits_nd(prefix, starts, length, left, weight)
-    out: list[Candidate] = []
-    for i in np.flatnonzero(value >= floor):
-        start = int(starts[i])
-        out.append(
-            Candidate(start + int(left[best[i]]), float(value[i]), layer, start, start + length)
-        )
-    return out
+    kept = np.flatnonzero(value >= floor)
+    return starts[kept] + left[best[kept]], value[kept], starts[kept]
+
+
+@functools.lru_cache(maxsize=64)
+def _split_weights(length: int, min_size: int) -> tuple[IntArray, FloatArray, FloatArray]:
+    """Left-part sizes of an interval's splits, their weights length / (left · right) and
+    shares left / length (the same every noise round, so kept)."""
+    left = np.arange(min_size, length - min_size + 1, dtype=np.int64)
+    weight = length / (left * (length - left)).astype(np.float64)
+    share = left / length
+    for array in (left, weight, share):
+        array.flags.writeable = False
+    return left, weight, share
 
 
 def _best_splits_nd(
@@ -254,26 +305,26 @@ def _best_splits_1d(
     return best, value
 
 
-def greedy(candidates: list[Candidate]) -> list[Candidate]:
-    """Strongest first, keep a candidate unless its interval already holds a kept one."""
-    kept: list[int] = []
-    chosen: list[Candidate] = []
+def greedy(candidates: Candidates) -> Candidates:
+    """Strongest first, keep a candidate unless its interval already holds a kept one; the
+    kept ones in the order of their index."""
     # strongest first, then coarsest, then leftmost: sorted by (−strength, layer, index),
-    # stable, as one lexicographic numpy sort (a key tuple per candidate cost more)
-    order = np.lexsort(
-        (
-            np.array([c.index for c in candidates], dtype=np.int64),
-            np.array([c.layer for c in candidates], dtype=np.int64),
-            -np.array([c.strength for c in candidates], dtype=np.float64),
-        )
+    # stable, as one lexicographic numpy sort
+    order = np.lexsort((candidates.index, candidates.layer, -candidates.strength))
+    index, start, stop = (
+        getattr(candidates, f)[order].tolist() for f in ("index", "start", "stop")
     )
-    for cand in (candidates[int(r)] for r in order):
-        i = bisect.bisect_right(kept, cand.start)
-        if i < len(kept) and kept[i] < cand.stop:
+    kept: list[int] = []
+    chosen: list[int] = []
+    for r, (i, a, b) in enumerate(zip(index, start, stop, strict=True)):
+        at = bisect.bisect_right(kept, a)
+        if at < len(kept) and kept[at] < b:
             continue  # the interval [start, stop) already holds a point
-        bisect.insort(kept, cand.index)
-        chosen.append(cand)
-    return sorted(chosen, key=lambda c: c.index)
+        bisect.insort(kept, i)
+        chosen.append(r)
+    rows = order[chosen]
+    # (no two kept share an index: the second's interval would hold the first)
+    return candidates.take(rows[np.argsort(candidates.index[rows])])
 
 
 @dataclass(frozen=True, slots=True)
