@@ -534,8 +534,6 @@ def _symmetrised(
     large the step (below the critical value in persistent noise). Keeping each column's
     standard deviation keeps the weights the joint search gives the columns.
     """
-    from scipy.stats import yeojohnson  # only the robust search needs it
-
     unit = unit or _typical_spread
     out = np.zeros_like(xc)
     step = max(1, xc.shape[0] // _SYMMETRISE_FIT_POINTS)
@@ -552,7 +550,7 @@ def _symmetrised(
         # ceiling. So λ stops at the reciprocal (−1), the end of Tukey's ladder of powers,
         # and at its mirror image on the other tail (3).
         lam = min(max(_yeojohnson_lambda(z[::step]), _LAMBDA_MIN), _LAMBDA_MAX)
-        y = np.asarray(yeojohnson(z, lmbda=lam), dtype=np.float64)
+        y = _yeojohnson(z, lam)
         y -= y.mean()
         size = float(np.std(y))
         if size > 0.0 and math.isfinite(size):
@@ -602,6 +600,25 @@ def _yeojohnson_lambda(x: FloatArray) -> float:
             return -llf
 
         return float(optimize.fminbound(negative_llf, lb, ub, xtol=1.48e-08))
+
+
+def _yeojohnson(x: FloatArray, lam: float) -> FloatArray:
+    """``scipy.stats.yeojohnson(x, lmbda=lam)`` (scipy 1.17) of a float column: the same
+    operations, without the array-API indexing wrappers that cost half its time (a search
+    transforms every column once; a test pins it to scipy's)."""
+    eps = np.finfo(np.float64).eps
+    out = np.zeros_like(x, dtype=np.float64)
+    pos = x >= 0
+    if abs(lam) < eps:
+        out[pos] = np.log1p(x[pos])
+    else:  # ((x + 1) ** λ − 1) / λ, stably
+        out[pos] = np.expm1(lam * np.log1p(x[pos])) / lam
+    neg = ~pos
+    if abs(lam - 2) > eps:
+        out[neg] = -np.expm1((2 - lam) * np.log1p(-x[neg])) / (2 - lam)
+    else:
+        out[neg] = -np.log1p(-x[neg])
+    return out
 
 
 def _typical_spread(column: FloatArray, step: int) -> float:
@@ -1163,9 +1180,7 @@ def _bulk_symmetrised(column: FloatArray) -> FloatArray:
     one none; lognormal noise with two readings ×20 had no spike at all. With 1% of each tail
     left out, four spikes in 120 readings still chose λ; with 10%, the lognormal's own tail
     began to count as spikes."""
-    from scipy.stats import yeojohnson  # only the robust search needs it
-
-    centred = column - np.median(column)
+    centred = column - robust_mod.median(column)  # (np.median's value, faster)
     lo, hi = np.quantile(centred, [_SPIKE_FIT_TAIL, 1.0 - _SPIKE_FIT_TAIL])
     bulk = centred[(centred >= lo) & (centred <= hi)]
     unit = float(np.std(bulk)) or float(np.std(centred))
@@ -1173,7 +1188,7 @@ def _bulk_symmetrised(column: FloatArray) -> FloatArray:
         return centred  # constant
     step = max(1, bulk.size // _SYMMETRISE_FIT_POINTS)
     lam = min(max(_yeojohnson_lambda(bulk[::step] / unit), _LAMBDA_MIN), _LAMBDA_MAX)
-    return np.asarray(yeojohnson(centred / unit, lmbda=lam), dtype=np.float64)
+    return _yeojohnson(centred / unit, lam)
 
 
 def _residual_scale(level: FloatArray, bounds: list[int]) -> FloatArray:
@@ -1522,6 +1537,8 @@ class _Practical:
         # rounding, not noise, below a billionth of the series' range
         floors = [1e-9 * float(np.ptp(sym[:, j])) or 1.0 for j in range(self.dims)]
         layer: dict[int, int] = {}
+        # the effect floor's σ about some points (on ``centred``, the same every round)
+        residual_scales: dict[tuple[int, ...], FloatArray] = {}
         kept: list[seeded.Judged] = []
         dropped: list[seeded.Judged] = []
         for _ in range(_NOISE_ROUNDS):
@@ -1556,7 +1573,10 @@ class _Practical:
             # is then moved to the best split between its final neighbours (a seeded interval's
             # split can be a few observations off) and the survivors judged again.
             for _ in range(_PRUNE_ROUNDS):
-                sigma = _residual_scale(centred, [0, *found, n])
+                key = tuple(found)
+                if key not in residual_scales:  # the rounds often prune the same points
+                    residual_scales[key] = _residual_scale(centred, [0, *found, n])
+                sigma = residual_scales[key]
                 kept, gone = seeded.prune(
                     found, n, judge(z, sums, tests, sigma, found), significant(sums, tests)
                 )
