@@ -1447,8 +1447,6 @@ class _Practical:
             unit = np.where(measured, sigma, 1.0)
 
             def verdict(a: int, i: int, b: int) -> seeded.Judged:
-                if one_column:
-                    return verdict_1d(a, i, b)
                 nl, nr = i - a, b - i
                 ml, mr = (pz[i] - pz[a]) / nl, (pz[b] - pz[i]) / nr
                 delta = float((nl * nr / (nl + nr)) * ((ml - mr) ** 2).sum())
@@ -1486,6 +1484,8 @@ class _Practical:
                 columns = [(pz1, pz2)]
             offset1, trend1, unit1 = float(offset[0]), float(trend[0]), float(unit[0])
             measured1 = bool(measured[0])
+            min_effect, min_relative = self.min_effect, self.min_relative_change
+            base_cost, testable = self.penalty * log_n, _testable(m)
 
             def verdict_1d(a: int, i: int, b: int) -> seeded.Judged:
                 nl, nr = i - a, b - i
@@ -1497,21 +1497,17 @@ class _Practical:
                 effect = float(shift / unit1) if measured1 else math.inf
                 top = max(abs(lev_l + trend1 * i), abs(lev_r + trend1 * i))
                 relative = shift / top if top > 0 else 0.0
-                large = bool(
-                    effect >= self.min_effect and relative >= self.min_relative_change
-                    and shift > 0
-                )  # fmt: skip
-                if not large and effect >= self.min_effect and shift > 0:
+                large = bool(effect >= min_effect and relative >= min_relative and shift > 0)
+                if not large and effect >= min_effect and shift > 0:
                     large = _relative_without_extremes(
-                        centred[:, 0], own_sums, offset1, trend1 * i, a, i, b,
-                        self.min_relative_change,
-                    ) >= self.min_relative_change  # fmt: skip
-                cost = self.penalty * log_n + math.log(n * (b - a) / (nl * nr))
-                passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
+                        centred[:, 0], own_sums, offset1, trend1 * i, a, i, b, min_relative
+                    ) >= min_relative  # fmt: skip
+                cost = base_cost + math.log(n * (b - a) / (nl * nr))
+                passes = large and delta > 0 and delta >= cost and b - a >= testable
                 passes = passes and _beyond_one_observation(z, columns, a, i, b, cost)
                 return seeded.Judged(i, a, b, delta, None if passes else False, effect)
 
-            return verdict
+            return verdict_1d if one_column else verdict
 
         def significant(
             sums: tuple[FloatArray, FloatArray, FloatArray],
