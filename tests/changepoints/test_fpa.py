@@ -128,6 +128,19 @@ def test_phi_outside_the_grid_is_clipped() -> None:
     assert fpa.critical_value(200, -0.9) < fpa.critical_value(200, 0.0)
 
 
+def test_curves_asked_again_are_the_ones_computed_and_read_only() -> None:
+    # the table keeps the curves it interpolated: the same values as a fresh interpolation,
+    # and no caller can change a kept one
+    table = fpa.load_table()
+    for n, phi, m, est in [(500, 0.3, 5, True), (500, 0.3, 5, False), (10**5, 0.91, 2, True)]:
+        first = table.curve(n, phi, m, phi_estimated=est)
+        again = table.curve(n, phi, m, phi_estimated=est)
+        assert again is first and not first.flags.writeable
+        assert np.array_equal(first, table._curve(n, phi, m, est))
+    with pytest.raises(ValueError, match="finite"):
+        table.curve(500, math.nan, 5)
+
+
 def test_min_size_off_the_grid_uses_the_next_smaller_one() -> None:
     assert fpa.critical_value(200, 0.3, min_size=7) == fpa.critical_value(200, 0.3, min_size=5)
     # a wider split range can only raise the maximum of T

@@ -364,6 +364,9 @@ def simulate_t(
 # --------------------------------------------------------------------------------------------
 
 
+_CURVES_KEPT = 4096  # interpolated curves an FPATable keeps for lookups asked again
+
+
 @dataclass(frozen=True, eq=False)
 class FPATable:
     """Quantiles of ``log(T − 1)`` under H0 over (n, φ, m, upper-tail probability p), and the
@@ -476,12 +479,28 @@ class FPATable:
     def curve(
         self, n: float, phi: float, min_size: int, *, phi_estimated: bool = False
     ) -> FloatArray:
-        """``log(T − 1)`` at every tabulated tail probability, interpolated at (n, φ, m).
+        """``log(T − 1)`` at every tabulated tail probability, interpolated at (n, φ, m)
+        (read-only: the last few thousand are kept, and a search asks for a quarter of its
+        curves again).
 
         With ``phi_estimated``, ``phi`` is the sample lag-1 autocorrelation of the tested
         segment and each tail probability p is looked up at ``phi + offset_p`` (see the module
         docstring).
         """
+        key = (n, phi, min_size, phi_estimated)
+        kept = self._curves
+        if key not in kept:
+            if len(kept) >= _CURVES_KEPT:
+                kept.clear()
+            kept[key] = self._curve(n, phi, min_size, phi_estimated)
+            kept[key].flags.writeable = False
+        return kept[key]
+
+    @functools.cached_property
+    def _curves(self) -> dict[tuple[float, float, int, bool], FloatArray]:
+        return {}
+
+    def _curve(self, n: float, phi: float, min_size: int, phi_estimated: bool) -> FloatArray:
         if min_size < 1:
             raise ValueError(f"min_size must be >= 1, got {min_size}")
         # (bisecting Python lists: the same indices as np.searchsorted, a fraction of the time)
