@@ -171,6 +171,27 @@ def test_seeded_intervals_left_out_could_not_reach_the_threshold() -> None:
         assert 0 < len(found) < len(every)
 
 
+def test_greedy_keeps_the_strongest_candidate_whose_interval_holds_no_kept_point() -> None:
+    # the definition, one candidate at a time: strongest first (then coarsest, then leftmost),
+    # kept unless a kept point lies strictly inside its interval (a cut at its start does not)
+    rng = np.random.default_rng(31)
+    start = rng.integers(0, 900, 400)
+    stop = start + rng.integers(4, 100, 400)
+    index = start + 1 + (rng.random(400) * (stop - start - 1)).astype(np.int64)
+    strength = rng.integers(1, 40, 400).astype(float)  # many ties
+    layer = rng.integers(0, 4, 400)
+    candidates = seeded.Candidates(index, strength, layer, start, stop)
+    kept: list[int] = []
+    expected: list[seeded.Candidate] = []
+    for c in sorted(candidates.rows(), key=lambda c: (-c.strength, c.layer, c.index)):
+        if not any(c.start < k < c.stop for k in kept):
+            kept.append(c.index)
+            expected.append(c)
+    chosen = seeded.greedy(candidates)
+    assert chosen.rows() == sorted(expected, key=lambda c: c.index)
+    assert 10 < len(chosen) < 400
+
+
 def test_pruning_drops_the_weakest_failing_point_first() -> None:
     # points at 10 and 12 around a step at 10: the sliver fails, 12 goes, 10 is re-judged
     def judge(a: int, i: int, b: int) -> seeded.Judged:
