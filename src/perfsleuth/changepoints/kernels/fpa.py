@@ -489,12 +489,14 @@ class FPATable:
         """
         key = (n, phi, min_size, phi_estimated)
         kept = self._curves
-        if key not in kept:
+        curve = kept.get(key)
+        if curve is None:
+            curve = self._curve(n, phi, min_size, phi_estimated)
+            curve.flags.writeable = False
             if len(kept) >= _CURVES_KEPT:
                 kept.clear()
-            kept[key] = self._curve(n, phi, min_size, phi_estimated)
-            kept[key].flags.writeable = False
-        return kept[key]
+            kept[key] = curve
+        return curve
 
     @functools.cached_property
     def _curves(self) -> dict[tuple[float, float, int, bool], FloatArray]:

@@ -222,10 +222,11 @@ def _best_splits(
     return starts[kept] + left[best[kept]], value[kept], starts[kept]
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=40)
 def _split_weights(length: int, min_size: int) -> tuple[IntArray, FloatArray, FloatArray]:
     """Left-part sizes of an interval's splits, their weights length / (left · right) and
-    shares left / length (the same every noise round, so kept)."""
+    shares left / length (the same every noise round, so kept: the layers of about two series
+    lengths, some 48 bytes an observation, 48 MB for a million)."""
     left = np.arange(min_size, length - min_size + 1, dtype=np.int64)
     weight = length / (left * (length - left)).astype(np.float64)
     share = left / length
