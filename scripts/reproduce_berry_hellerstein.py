@@ -48,6 +48,7 @@ How this follows the paper's simulation (§3, §4.1):
 Run: .venv/bin/python scripts/reproduce_berry_hellerstein.py --out /tmp/bh [--reps R] [--quick]
 [--change arrival]
 (``--defaults-fp [--reps R]`` prints only the false positives of the defaults, both metrics;
+``--defaults-power [--reps R] [--change arrival]`` their power;
 ``--defaults-spikes [--reps R]`` the spike findings the defaults show on the same series)
 """
 
@@ -219,6 +220,19 @@ def print_defaults_false_positives(reps: int) -> None:
             print(f"| {n} | {rho} | {cells} |", flush=True)
 
 
+def print_defaults_power(reps: int, factor: str) -> None:
+    """The power of ``find_change_points(x)`` (the defaults), both metrics, ρ = .2: the issue's
+    bar is ≥ .8 at N = 1000, Δρ = .1 on response times."""
+    print(f"perfsleuth defaults, power (change of the {factor}), {reps} series per cell (90% CI)")
+    print("| N | ρ | Δρ | response | queue length |")
+    print("|---|---|---|---|---|")
+    for n in (100, 1000):
+        for d in (0.1, 0.3):
+            rates, _ = power_and_accuracy(n, 0.2, d, reps, method="defaults", factor=factor)
+            cells = " | ".join(str(rates[k]) for k in METRICS)
+            print(f"| {n} | 0.2 | {d} | {cells} |", flush=True)
+
+
 def print_defaults_spike_findings(reps: int) -> None:
     """How many spike findings the defaults show on M/M/1 series with no change: the share of
     series with at least one, and the mean per series (``ChangePoints.notable_spikes()``)."""
@@ -250,6 +264,11 @@ def main() -> None:
         help="only the false positives of perfsleuth's defaults (ρ = .2, .5, .8), printed",
     )
     parser.add_argument(
+        "--defaults-power",
+        action="store_true",
+        help="only the power of perfsleuth's defaults (ρ = .2, Δρ = .1 and .3), printed",
+    )
+    parser.add_argument(
         "--defaults-spikes",
         action="store_true",
         help="only the spike findings of perfsleuth's defaults with no change, printed",
@@ -265,11 +284,16 @@ def main() -> None:
     if args.defaults_fp:
         print_defaults_false_positives(reps)
         return
+    if args.defaults_power:
+        print_defaults_power(reps, args.change)
+        return
     if args.defaults_spikes:
         print_defaults_spike_findings(reps)
         return
     if args.out is None:
-        parser.error("--out is required unless --defaults-fp")
+        parser.error(
+            "--out is required unless --defaults-fp, --defaults-power or --defaults-spikes"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     lines: list[str] = [
