@@ -2,8 +2,10 @@
 
 Built on the functions of ``scripts/reproduce_berry_hellerstein.py`` (loaded from its file), so
 the tests and the report measure the same thing: response times (or queue lengths seen by
-arrivals) of successive customers, λ = 1, s = ρ, 60,000 customers of warm-up, a change of arrival
-rate at mid-series, the top-level test of FindChangePoints at α = .05. Everything is seeded, so
+arrivals) of successive customers, λ = 1, s = ρ, 60,000 customers of warm-up, a change of the
+mean service time at mid-series (the paper's §4.1: with λ = 1, ρ moves through s; §4.4's
+comparison of queue lengths and response times is about arrival-rate changes, and uses those),
+the top-level test of FindChangePoints at α = .05. Everything is seeded, so
 each check is deterministic; the replicate counts below are chosen so that each assertion also
 holds with a margin of ≥ 2.5 binomial standard errors around the rates the full script measures.
 """
@@ -81,29 +83,50 @@ def test_default_false_positive_rate_on_mm1(bh: ModuleType, n: int, rho: float) 
     assert rate["defaults", "response"].p <= (0.10 if (n, rho) == (1000, 0.8) else 0.083)
 
 
+def test_delta_rho_is_a_change_of_service_time_by_default(bh: ModuleType) -> None:
+    # §4.1: λ = 1, so ρ .2 → .3 is s .2 → .3: the mean response time s/(1 − ρ) rises by
+    # 71% (.25 → .43); carried by the arrival rate (§4.4), by 14% (.25 → .29)
+    for factor, rise in (("service", 0.3 / 0.7 / 0.25), ("arrival", 0.2 / 0.7 / 0.25)):
+        x = bh.run(20_000, 0.2, 0.1, 7, factor).response
+        assert x[10_000:].mean() / x[:10_000].mean() == pytest.approx(rise, rel=0.08)
+    with pytest.raises(ValueError, match="factor"):
+        bh.run(100, 0.2, 0.1, 7, "both")
+
+
 def test_power_increases_with_delta_rho(bh: ModuleType) -> None:
-    # Figure 9: P(accept H0) falls as Δρ grows. N = 1000, ρ = .2; the script measures about
-    # .125, .247, .828 for Δρ = 0, .1, .3 (400 reps; SE ≤ .035 each at 200 reps).
+    # Figure 9: P(accept H0) falls as Δρ grows. N = 1000, ρ = .2, a change of service time;
+    # the script measures about .12, .60, 1.0 for Δρ = 0, .05, .1 (100 reps; SE ≤ .035 each
+    # at 200 reps). (Carried by the arrival rate, Δρ = .1 and .3 give .22 and .82.)
     powers = [
         bh.power_and_accuracy(1000, 0.2, d, 200, metrics=("response",))[0]["response"].p
-        for d in (0.0, 0.1, 0.3)
+        for d in (0.0, 0.05, 0.1)
     ]
     assert powers[0] < powers[1] < powers[2]
     assert powers[2] - powers[0] > 0.4
 
 
+def test_default_power_on_mm1_response_times(bh: ModuleType) -> None:
+    """The issue's bar for the defaults (``find_change_points(x)``): power ≥ .8 at N = 1000,
+    ρ .2 → .3 (a change of service time at mid-series) on response times. Measured .843 with
+    400 series (``--defaults-power``); .34 with the previous cost of a point (5 ln n + mBIC's
+    length term), which charged a change of half the series like a one-observation bump."""
+    rates, _ = bh.power_and_accuracy(1000, 0.2, 0.1, 400, metrics=("response",), method="defaults")
+    assert rates["response"].p >= 0.8
+
+
 def test_queue_length_more_sensitive_than_response_time(bh: ModuleType) -> None:
     # §4.4: for an arrival-rate change, queue lengths are more sensitive than response times.
-    # N = 1000, ρ = .2 → .3: .537 on queue lengths against .247 on response times (400 reps).
-    rates, _ = bh.power_and_accuracy(1000, 0.2, 0.1, 200)
+    # N = 1000, ρ = .2 → .3: .52 on queue lengths against .22 on response times (100 reps).
+    rates, _ = bh.power_and_accuracy(1000, 0.2, 0.1, 200, factor="arrival")
     assert rates["queue_length"].p > rates["response"].p + 0.1
 
 
 def test_candidate_accuracy_improves_with_delta_rho(bh: ModuleType) -> None:
-    # Figure 10: the optimal split lands nearer the true f = .5 for a larger Δρ (N = 1000, ρ = .2;
-    # the script measures P(|f̂ − f| ≤ .1) = .24 for Δρ = .1 against .60 for Δρ = .3).
+    # Figure 10: the optimal split lands nearer the true f = .5 for a larger Δρ (N = 1000, ρ = .2,
+    # a change of service time; the script measures P(|f̂ − f| ≤ .1) = .56 for Δρ = .05 against
+    # .91 for Δρ = .3, 400 reps; with the arrival rate carrying Δρ = .1 and .3: .22 and .58).
     near = []
-    for d in (0.1, 0.3):
+    for d in (0.05, 0.3):
         _, fhat = bh.power_and_accuracy(1000, 0.2, d, 100, metrics=())
         near.append(bh.accuracy_summary(fhat)["p_within_0.10"])
     assert near[1] > near[0] + 0.15

@@ -282,3 +282,21 @@ def test_a_lone_jump_in_a_random_walk_is_a_change_point() -> None:
         spikes += any(abs(i - 60) <= 1 for i in find_change_points(spike).indices)
     assert steps >= 16
     assert spikes == 0
+
+
+def test_the_cost_of_a_point_follows_its_scale_and_the_noise_memory() -> None:
+    from perfsleuth.changepoints.kernels.search import _cost, _independent
+
+    n = 1000
+    # penalty × 2 ln(e n / m): a change of half the series is one of few places, a burst of 8
+    # readings one of many, and pays more
+    assert _cost(5.0, n, 500, n) == pytest.approx(10.0 * (1.0 + math.log(2.0)))
+    assert _cost(5.0, n, 8, n) > 3 * _cost(5.0, n, 500, n)
+    assert _cost(0.0, n, 8, 10.0) == 0.0
+    # the long-run scale set by blocks (implied φ above the AR(1) one): fewer independent
+    # observations, a higher bar; set by the first differences, or at the memory cap (a random
+    # walk's floor), none
+    assert _independent(n, [(0.8, 1.0, 0.9)], 0.98) == pytest.approx(n * 0.1 / 1.9)
+    assert _cost(5.0, n, 200, n * 0.1 / 1.9) > 1.2 * _cost(5.0, n, 200, n)
+    assert _independent(n, [(0.3, 1.0, 0.3)], 0.98) == n
+    assert _independent(n, [(0.9, 1.0, 0.99)], 0.98) == n

@@ -82,8 +82,8 @@ def changepoints_command(
     penalty: Annotated[
         float | None,
         typer.Option(
-            help="Parsimony: each change point must explain penalty · ln n noise variances "
-            "[default: 5; 0 turns it off]",
+            help="Parsimony: each change point must explain penalty × 2 ln(e n / m) noise "
+            "variances, m its shorter side [default: 5; 0 turns it off]",
             show_default=False,
         ),
     ] = None,

@@ -136,8 +136,9 @@ class ChangePointDetector(DetectorMixin):
         Effect-size floor: a shift must also be at least this fraction of the larger level
         (0 turns it off, e.g. for temperatures, whose zero is arbitrary).
     penalty
-        Parsimony: a change point must explain ``penalty · ln n`` long-run noise variances
-        (more when it cuts off a short segment); 0 turns it off.
+        Parsimony: a change point must explain ``penalty`` × 2 ln(e n / m) long-run noise
+        variances, m its shorter side (a short segment is one of many possible, and pays
+        more); 0 turns it off.
     top
         Report at most this many change points per series, the largest effects (None: all).
     top_spikes

@@ -333,6 +333,12 @@ def persistence(x: FloatArray, *, max_block: int | None = None) -> float:
     return min(difference_phi(x), 1.0 - 1.0 / max(top, _LONGEST_MEMORY))
 
 
+def memory_cap(n: int, max_block: int | None = None) -> float:
+    """The largest AR(1) φ :func:`long_run_noise` lets the first differences show: a
+    correlation length of max(16, longest block)."""
+    return 1.0 - 1.0 / max(_longest_block(n, max_block), _LONGEST_MEMORY)
+
+
 def _longest_block(n: int, max_block: int | None) -> int:
     """The longest block :func:`long_run_scale` measures (default ``min(n/16, 2√n)``)."""
     return min(n // 16, math.ceil(2 * math.sqrt(n))) if max_block is None else max_block

@@ -36,9 +36,10 @@ the only change if the others are right, with three requirements:
 * **large** — the shift is at least ``min_effect`` noise standard deviations and
   ``min_relative_change`` of the larger of the two levels (practical significance: long series
   make tiny shifts significant);
-* **worth its cost** — ``z² ≥ penalty · ln n``, a penalised choice of how many points a series
-  deserves, as in BIC-type criteria, so that a long series does not fragment into every
-  drift.
+* **worth its cost** — ``z² ≥ penalty · 2 ln(e n / m)``, m the shorter side (``search._cost``):
+  a penalised choice of how many points a series deserves, calibrated per scale as the noise's
+  own largest z² among the n/m places of a change that long, so that a long series does not
+  fragment into every drift or burst.
 
 While some point fails, the weakest failing one (smallest ``z²``) is removed and its two
 neighbours are judged again on their wider segments. Two points a few observations apart (a
