@@ -89,7 +89,8 @@ QUIET = [("c09", 1, "db"),
          ("c11", 1, "db"), ("c11", 5, "db"), ("c12", 1, "all"), ("c12", 1, "db"),
          ("c12", 5, "all"), ("c12", 5, "db"),
          ("c13", 1, "all"), ("c13", 1, "db"), ("c13", 5, "all"), ("c13", 5, "db"),
-         ("c14", 1, "all")]  # fmt: skip
+         ("c14", 1, "all"),
+         ("c15", 1, "all"), ("c15", 1, "db"), ("c15", 5, "all"), ("c15", 5, "db")]  # fmt: skip
 HELD = [("h02", 5, "db"), ("h02", 1, "db"),
         ("h01", 1, "all"), ("h01", 1, "db"), ("h01", 5, "all"), ("h01", 5, "db"),
         ("h03", 1, "all"), ("h03", 5, "all"), ("h03", 5, "db"), ("h04", 1, "all"),
@@ -118,7 +119,7 @@ PASSING = QUIET + HELD + HEAVY
 # (since issue 18's fifth round, whatever the application change does): every quiet and
 # heavy held-out run, r01 at 1 s, the starved runs but c03 at 5 s.
 HOG_FOUND = [(run, window_s) for run in ("c01", "c02", "c05", "c06", "c07", "c08", "c09",
-                                        "c10", "c13", "c14", "h01", "h02", "h03", "h04",
+                                        "c10", "c13", "c14", "c15", "h01", "h02", "h03", "h04",
                                         "h05", "h06", "h09", "h10", "h11", "h12",
                                         "r05", "r06", "r10", "r11", "r12", "r13", "r14")
              for window_s in (1, 5)] + [("r01", 1), ("c03", 1), ("c04", 1), ("c04", 5)]  # fmt: skip
