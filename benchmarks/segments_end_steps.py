@@ -3,12 +3,14 @@
 
 Every own-latency search the detector makes over windows that reach the end of the data is
 traced; of each, the upward steps with under twice ``min_duration`` of data after them (the
-steps the end-of-data bar judges, :meth:`SegmentDetector._application_step`) are printed
-with their t, the end-of-data bar (a search over those splits only), the full bar (every
-split), whether they last and whether they are the real change (the changed type, within
-10 s of ``change_at``) — so that the bar's margin at real changes and at everything else
-(mix changes, noise) can be read side by side. A step is listed even when a step of the
-search passed the full bar (``not asked``: then the end-of-data bar is not asked).
+steps the end-of-data bars judge, :meth:`SegmentDetector._application_step`) are printed
+with their t, the end-of-data bar (a search over those splits only, the error known), for a
+lasting step of at least ``min_change`` past it the run's own history's bar
+(:meth:`SegmentDetector._history_bar`), the full bar (every split), whether they last and
+whether they are the real change (the changed type, within 10 s of ``change_at``) — so that
+the bars' margin at real changes and at everything else (mix changes, noise) can be read
+side by side. A step is listed even when a step of the search passed the full bar (``not
+asked``: then the end-of-data bars are not asked).
 
 Usage::
 
@@ -61,6 +63,12 @@ def traced(run: str, window_s: int, cpu: str, truth: RunTruth) -> list[str]:
                 continue
             full = full_bar(s)
             end = self._step_bar(s, len(steps), n, least, end=True)
+            # the run's own history's bar, asked of lasting steps up past the first bar only
+            history = (
+                f" history bar {self._history_bar(data, part, s, least):.2f}"
+                if s.score >= end and s.lasting and s.ratio - 1.0 >= self.min_change
+                else ""
+            )
             at = data.start[part[s.index]]
             off = float((at - change) / np.timedelta64(1, "s"))
             real = s.name in truth.changed and abs(off) <= 10
@@ -68,7 +76,7 @@ def traced(run: str, window_s: int, cpu: str, truth: RunTruth) -> list[str]:
             lines.append(
                 f"{run:<4} {window_s}s {cpu:<3} {s.name:<3} {after:>4.0f} s after "
                 f"({off:+6.0f} s from change) ratio {s.ratio:.2f} t {s.score:+5.2f} end bar "
-                f"{end:.2f} full bar {full:.2f} ({s.dof} dof) "
+                f"{end:.2f}{history} full bar {full:.2f} ({s.dof} dof) "
                 f"{'lasts' if s.lasting else 'fades'} {'REAL' if real else 'other'} "
                 f"{'asked' if asked else 'not asked'}"
                 + ("  CUT" if found is not None and found[1] == s.name else "")

@@ -78,7 +78,10 @@ def test_tables_join_every_inner_window(run: str) -> None:
 # reported as tentative): c09 1 s db, h02 5 s db, r08 5 s db. Seventh round (the release
 # search of the last long segment takes the short segments after it): h02 1 s db. Of the
 # runs recorded in the eighth round (c13-c15, h09-h12), those main's detector (39d6b99) passes.
-QUIET = [("c09", 1, "db"),
+# Eighth round, application side (the end-of-data bar by the run's own history): c09 1 s all,
+# 5 s db, 5 s all and c11 5 s all.
+QUIET = [("c09", 1, "db"), ("c09", 1, "all"), ("c09", 5, "db"), ("c09", 5, "all"),
+         ("c11", 5, "all"),
          ("c01", 1, "all"), ("c01", 1, "db"), ("c01", 5, "all"), ("c01", 5, "db"),
          ("c02", 1, "all"), ("c02", 1, "db"), ("c02", 5, "all"), ("c02", 5, "db"),
          ("c05", 1, "all"), ("c05", 1, "db"), ("c05", 5, "all"), ("c05", 5, "db"),
@@ -166,6 +169,35 @@ def test_a_change_in_the_last_minute_is_reported_as_tentative() -> None:
     (change,) = [f for f in findings if f.kind == Kind.APPLICATION_CHANGE]
     assert {e.name: e.value for e in change.evidence}["end_of_data_test"] is False
     assert change.severity == Severity.ERROR
+
+
+@pytest.mark.parametrize(("run", "window_s", "cpu"), [("c09", 5, "all"), ("c11", 5, "all")])
+def test_a_noisy_types_change_in_the_last_phase_passes_the_runs_own_history(
+    run: str, window_s: int, cpu: str
+) -> None:
+    """t1 (mostly round trips) made twice as heavy in the last phase: its step (t 3.6-3.8)
+    misses the end-of-data bar with its t quantile (4.1-4.4) but no mix of the run's own
+    history steps so far at the end of the data; it is reported as tentative."""
+    truth = RunTruth.read(CORPUS / run / "truth.json")
+    findings = SegmentDetector().detect(_frame(run, window_s, cpu))
+    assert score_run(findings, truth, hog_in_cpu=cpu == "all").passed
+    (change,) = [f for f in findings if f.kind == Kind.APPLICATION_CHANGE]
+    evidence = {e.name: e.value for e in change.evidence}
+    assert evidence["end_of_data_test"] is True and evidence["changed_types"] == "t1"
+    assert change.severity == Severity.WARNING
+    assert "this run's own earlier windows" in change.explanation
+
+
+def test_a_tentative_change_opens_no_new_search_before_it() -> None:
+    """r08 5 s all: t1's change in the last phase passes the end-of-data bars only. Searched
+    again without it, the windows before it would let a mix change at the hog's end (t2,
+    04:33:45) pass the full bar; a cut so uncertain opens no new search."""
+    truth = RunTruth.read(CORPUS / "r08" / "truth.json")
+    findings = SegmentDetector().detect(_frame("r08", 5, "all"))
+    score = score_run(findings, truth, hog_in_cpu=True)
+    assert score.false_application == 0 and score.first_right and score.change_found, score
+    (change,) = [f for f in findings if f.kind == Kind.APPLICATION_CHANGE]
+    assert {e.name: e.value for e in change.evidence}["end_of_data_test"] is True
 
 
 def test_a_heavy_release_on_a_busy_host_is_found_and_named() -> None:

@@ -121,7 +121,13 @@ from perfsleuth.segments.kernels.cpumodel import (
     shift_test,
 )
 from perfsleuth.segments.kernels.excess import excess_stretch, stretch_spread
-from perfsleuth.segments.kernels.ownstep import OwnStep, own_steps, step_at, step_bar
+from perfsleuth.segments.kernels.ownstep import (
+    OwnStep,
+    history_bar,
+    own_steps,
+    step_at,
+    step_bar,
+)
 from perfsleuth.segments.kernels.segmentation import Segmentation, segment_regression
 from perfsleuth.segments.kernels.signature import (
     Signature,
@@ -677,7 +683,12 @@ class SegmentDetector(DetectorMixin):
             at, _, tentative = found
             cuts.append(int(part[at]))
             if tentative:
+                # found by the end-of-data bars only: the windows before it were searched
+                # with it just now and no step passed the full bar; a cut this uncertain
+                # opens no new search of them (without it, r08 5 s all's tentative change
+                # let a mix change at the hog's end pass the full bar)
                 late.add(int(part[at]))
+                continue
             pending += [(lo, lo + at), (lo + at, hi)]
         marks = set(cuts)
         pieces = []
@@ -717,17 +728,30 @@ class SegmentDetector(DetectorMixin):
         )
         n = len(part)
 
-        def passes(step: OwnStep, end: bool = False) -> bool:
-            bar = self._step_bar(step, len(steps), n, least, end=end)
+        def passes(step: OwnStep, bar: float) -> bool:
             return step.score >= bar and step.lasting and step.ratio - 1.0 >= self.min_change
 
-        passing = [step for step in steps if passes(step)]
+        def passes_at_end(step: OwnStep) -> bool:
+            if n - step.index >= 2 * least:
+                return False
+            if passes(step, self._step_bar(step, len(steps), n, least, end=True)):
+                return True
+            # the end-of-data bar allows for an error estimated from few blocks (its t
+            # quantile); the run's own history, where it holds enough mixes to draw from,
+            # says instead how far its own mixes step there, never below the bar with the
+            # error known (drawn only for a step that passes that one)
+            known = self._step_bar(step, len(steps), n, least, end=True, known=True)
+            return passes(step, known) and passes(step, self._history_bar(data, part, step, least))
+
+        passing = [
+            step for step in steps if passes(step, self._step_bar(step, len(steps), n, least))
+        ]
         tentative = False
         if not passing and at_end:
             # the end of the data: a step with under twice ``min_duration`` after it has too
             # few blocks after it for the bar of a search over every split; the end-of-data
-            # bar judges it, and it is reported as tentative (lower confidence)
-            passing = [step for step in steps if n - step.index < 2 * least and passes(step, True)]
+            # bars judge it, and it is reported as tentative (lower confidence)
+            passing = [step for step in steps if passes_at_end(step)]
             tentative = True
         if not passing:
             return None
@@ -735,17 +759,46 @@ class SegmentDetector(DetectorMixin):
         return top.index, top.name, tentative
 
     def _step_bar(
-        self, step: OwnStep, types: int, n: int, least: int, *, end: bool = False
+        self,
+        step: OwnStep,
+        types: int,
+        n: int,
+        least: int,
+        *,
+        end: bool = False,
+        known: bool = False,
     ) -> float:
         """The t a searched step of ``types`` types over ``n`` windows (``least`` either side)
         must reach (:func:`step_bar`, one-sided). ``end``: the end-of-data bar — the splits
         that leave under ``2 × least`` windows after them only, a second look at windows the
         search over every split found nothing in, so at half the level (Bonferroni over the
-        two looks; at the full level the tuned halves gained a false application change)."""
+        two looks; at the full level the tuned halves gained a false application change).
+        ``known``: as if the step's error were known (the normal quantile, not the t quantile
+        of its degrees of freedom)."""
+        dof = math.inf if known else step.dof
         if not end:
-            return step_bar(self.alpha, types, least / n, step.dof, one_sided=True)
+            return step_bar(self.alpha, types, least / n, dof, one_sided=True)
         return step_bar(
-            self.alpha / 2, types, least / n, step.dof, one_sided=True, last_share=2 * least / n
+            self.alpha / 2, types, least / n, dof, one_sided=True, last_share=2 * least / n
+        )
+
+    def _history_bar(
+        self, data: Windows, part: NDArray[np.intp], step: OwnStep, least: int
+    ) -> float:
+        """The t a step at the end of the windows ``part`` must reach by the run's own history
+        (:func:`history_bar`, at ``alpha / 2``): the largest step up any type makes at the
+        seams of series drawn from the windows before it — this run's mixes and spells of
+        contention at their own size, and the error as estimated from so few blocks."""
+        return history_bar(
+            data.latency,
+            data.counts,
+            part,
+            step.index,
+            names=data.types,
+            block=_block(data),
+            least=least,
+            level=self.alpha / 2,
+            min_change=self.min_change,
         )
 
     def _cpu_changed(

@@ -261,8 +261,9 @@ def _application_change(det: Params, data: Windows, b: Boundary, end_window: int
     elif b.end_of_data:
         which += (
             f"; tentative: only {after_s:.0f} s of data after it, too little for the full bar, "
-            "so it was judged against the lower bar of a search over the end of the data only "
-            "(lower confidence): confirm with more data"
+            "so it was judged against the bars of the end of the data only: a search over those "
+            "splits, and the steps this run's own earlier windows make there (lower confidence): "
+            "confirm with more data"
         )
     severe = bool(b.named) and not b.tentative and not short and not b.end_of_data
     return Finding(

@@ -12,6 +12,7 @@ from perfsleuth.errors import DataError
 from perfsleuth.segments.kernels.ownstep import (
     _shared_error,
     _wls,
+    history_bar,
     own_latency,
     own_steps,
     step_at,
@@ -106,6 +107,38 @@ def test_a_change_45_windows_before_the_end_steps_at_the_change(name: str) -> No
     top = steps[0]
     assert top.name == name and top.index == 255 and top.lasting
     assert top.score >= step_bar(0.05, len(NAMES), 30 / 300, top.dof, one_sided=True)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_change_45_windows_before_the_end_passes_the_runs_own_history(name: str) -> None:
+    # the end-of-data bar by the run's own history: the steps its own mixes make at the end
+    latency, counts = busy_host(3, changed=(name,), at=255)
+    top = own_steps(latency, counts, np.arange(300), names=NAMES, block=20, least=30)[0]
+    bar = history_bar(latency, counts, np.arange(300), 255, names=NAMES, block=20, least=30)
+    assert top.name == name and top.score >= bar
+    again = history_bar(latency, counts, np.arange(300), 255, names=NAMES, block=20, least=30)
+    assert again == bar  # seeded
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_type_whose_own_latency_moves_with_every_mix_raises_the_history_bar(
+    seed: int,
+) -> None:
+    # t1 mostly round trips: each mix (45 windows) moves its own latency by ~30%; the steps
+    # it makes at the run's own seams are the bar a step at the end must pass
+    latency, counts = busy_host(seed)
+    quiet = history_bar(latency, counts, np.arange(300), 255, names=NAMES, block=20, least=30)
+    rng = np.random.default_rng(seed)
+    for start in range(0, 300, 45):
+        latency[start : start + 45, 1] *= math.exp(rng.normal(0.0, 0.3))
+    noisy = history_bar(latency, counts, np.arange(300), 255, names=NAMES, block=20, least=30)
+    assert noisy > max(quiet, 2.0)
+
+
+def test_the_history_bar_needs_a_history() -> None:
+    latency, counts = busy_host(0)
+    with pytest.raises(ValueError, match="split"):
+        history_bar(latency, counts, np.arange(300), 0, names=NAMES, block=20, least=30)
 
 
 @pytest.mark.parametrize("after", [2, 3, 11])

@@ -56,7 +56,7 @@ from scipy.stats import t as t_dist
 from perfsleuth.errors import DataError
 from perfsleuth.segments.kernels.signature import _latency_counts
 
-__all__ = ["OwnStep", "own_latency", "own_steps", "step_at", "step_bar"]
+__all__ = ["OwnStep", "history_bar", "own_latency", "own_steps", "step_at", "step_bar"]
 
 FloatArray = NDArray[np.float64]
 
@@ -71,6 +71,12 @@ _SHARED_LAGS = 2
 # residuals' own lag-1 correlation is 0.16-0.32 on average, but the shocks that make false steps
 # are the mixes', and 0.25-0.35 left 6-9 false application changes (docs/segments.md)
 _NEIGHBOUR_CORRELATION = 0.5
+# series drawn from a run's own history to calibrate the end-of-data bar (history_bar), and
+# how many mix-long runs the history must hold to be drawn from: with fewer, every draw is
+# much the same minute or two (on the tuned runs, 1-2 runs after a change found early gave
+# bars of 0.9-3.2 and three false changes; the real changes had 4.3-6.8 runs before them)
+_HISTORY_DRAWS = 200
+_HISTORY_RUNS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +253,73 @@ def step_bar(
     return float(c)
 
 
+def history_bar(
+    latency: ArrayLike,
+    counts: ArrayLike,
+    rows: ArrayLike,
+    split: int,
+    *,
+    names: Sequence[str],
+    block: int = 10,
+    least: int = 5,
+    level: float = 0.025,
+    min_change: float = 0.1,
+    seed: int = 0,
+) -> float:
+    """The t a step at the end of the windows ``rows`` must reach by the run's own history:
+    the ``1 − level`` quantile of the largest step **up** of any type — lasting, at least
+    ``min_change``, over the splits that leave ``least`` to ``2·least − 1`` windows after
+    them, tested as :func:`own_steps` tests it — in ``_HISTORY_DRAWS`` series as long as
+    ``rows`` drawn from the windows before ``split`` (offset into ``rows``; seeded).
+
+    Each series ends in ``least`` to ``2·least − 1`` windows from one random place in the
+    history (a new mix in the last phase, where the step is sought) after runs of ``block ×
+    (_SHARED_LAGS + 1)`` windows from others (a mix or a spell of contention lasts about that
+    long); the same places for every type, each type's own sensitivity to the common stretch
+    learnt on the history taken out. So the bar is the step the run's own mixes and spells of
+    contention make at the end of the data, at their own size and with the error as
+    estimated from so few blocks after it, the Bonferroni over the types replaced by their
+    maximum. −inf when no more than ``level`` of the draws has such a step; inf (no bar to
+    pass) when the history holds fewer than ``_HISTORY_RUNS`` runs."""
+    r = np.asarray(latency, dtype=np.float64)
+    n_all = np.asarray(counts, dtype=np.float64)
+    part = np.asarray(rows, dtype=np.intp).reshape(-1)
+    n = len(part)
+    if not 0 < split <= n:
+        raise ValueError(f"need 0 < split <= {n}, got {split}")
+    run = max(1, int(block)) * (_SHARED_LAGS + 1)
+    if split < _HISTORY_RUNS * run:
+        return math.inf
+    own, weight, stretch = _own_parts(r[part], n_all[part], names, max(1, block // 2))
+    values, masses = [], []
+    for j in range(len(names)):
+        value, mass = np.nan_to_num(own[:split, j]), weight[:split, j]
+        values.append(_partialled(value, mass, stretch[:split, j]))
+        masses.append(mass)
+    history, history_mass = np.array(values), np.array(masses)
+    steady = np.zeros(n)
+    rng = np.random.default_rng(seed)
+    best = np.full(_HISTORY_DRAWS, -np.inf)
+    for d in range(_HISTORY_DRAWS):
+        # the last 'tail' windows (a new mix in the last phase) and the runs before them,
+        # each from its own random place in the history (circular)
+        tail = int(rng.integers(least, 2 * least))
+        starts = rng.integers(0, split, size=-(-(n - tail) // run) + 1)
+        head = ((starts[1:, None] + np.arange(run)[None, :]) % split).reshape(-1)[: n - tail]
+        drawn = np.concatenate([head, (starts[0] + np.arange(tail)) % split])
+        for value, mass in zip(history[:, drawn], history_mass[:, drawn], strict=True):
+            if (mass[: n - 2 * least] > 0).sum() < least or not (mass[n - 2 * least :] > 0).any():
+                continue
+            x = _best_step(value, mass, least, last=2 * least - 1)
+            tested = _step_test(value, mass, x, block, steady, searched=True)
+            if tested is None:
+                continue
+            shift, score, _, lasting = tested
+            if shift > 0 and lasting and math.expm1(shift) >= min_change:
+                best[d] = max(best[d], score)
+    return float(np.quantile(best, 1.0 - level, method="higher"))
+
+
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
@@ -312,21 +385,23 @@ def _levels(log_r: FloatArray, w: FloatArray, block: int) -> FloatArray:
     return level
 
 
-def _best_step(value: FloatArray, weight: FloatArray, least: int) -> int:
+def _best_step(value: FloatArray, weight: FloatArray, least: int, last: int | None = None) -> int:
     """The split ``x`` (``least ≤ x ≤ n − least``) where a step of the weighted mean of
     ``value`` gains the most: ``(Σ_{t≥x} w e)² / (W_x − W_x²/W)`` with ``e`` the deviation from
-    the overall mean and ``W_x`` the weight from ``x`` on (all splits at once)."""
+    the overall mean and ``W_x`` the weight from ``x`` on (all splits at once). ``last``: only
+    the splits with at most ``last`` windows after them, and only steps up."""
     n = len(value)
     total = float(weight.sum())
     mean = float(weight @ value) / total
     top = np.cumsum((weight * (value - mean))[::-1])[::-1]
     mass = np.cumsum(weight[::-1])[::-1]
-    x = np.arange(least, n - least + 1)
+    x = np.arange(least if last is None else max(least, n - last), n - least + 1)
     if len(x) == 0:
         return n // 2
     spread = mass[x] - mass[x] ** 2 / total
+    lift = top[x] if last is None else np.maximum(top[x], 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        gain = np.where(spread > 1e-12 * total, top[x] ** 2 / spread, 0.0)
+        gain = np.where(spread > 1e-12 * total, lift**2 / spread, 0.0)
     return int(x[int(np.argmax(gain))])
 
 
