@@ -55,17 +55,21 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    half the step); both sides last ``min_duration`` seconds; the largest such step cuts
    first, then both sides are searched again. At the end of the data, when no step passes, a step
    with under twice ``min_duration`` after it is judged against the **end-of-data bar** (the splits
-   that leave so little after them only, at ``alpha / 2``) and reported as a tentative application
-   change (lower confidence: a warning). The CPU models are not asked: on a busy host a linear CPU
-   model misses by 7–33% between mixes with no code changed, and the CPU per transaction moves with
-   the co-tenants. The periods between application changes are **reconciled** into workload changes:
-   each cut of the segmentation inside a period is a ``workload_change`` (INFO), which says whether
-   one CPU model explains both sides within ``allowed_error`` (extra relative error of the joint
-   model, net of what noise alone costs it) or, if not, whether the difference is significant (Chow
-   F-test at ``alpha``). With
-   ``confirm=False`` the paper's rule decides instead: consecutive periods merge while their
-   CPU models differ by at most ``allowed_error`` or not significantly, and each change left
-   is placed where the two periods' models fit best.
+   that leave so little after them only, at ``alpha / 2``) — or, where the windows before it hold
+   three minutes or more, against that bar with the error known together with **the run's own
+   history's** (:func:`~perfsleuth.segments.kernels.ownstep.history_bar`: how far the run's own
+   mixes step at the end of series drawn from those windows) — and reported as a tentative
+   application change (lower confidence: a warning) after which the search stops. The CPU models
+   are not asked: on a busy host a linear CPU model misses by 7–33% between mixes with no code
+   changed, and the CPU per transaction moves with the co-tenants (at a doubled type's change in
+   the last phase its own CPU cost shift was negative in 8 of 13 searches). The periods between
+   application changes are **reconciled** into workload changes: each cut of the segmentation
+   inside a period is a ``workload_change`` (INFO), which says whether one CPU model explains
+   both sides within ``allowed_error`` (extra relative error of the joint model, net of what
+   noise alone costs it) or, if not, whether the difference is significant (Chow F-test at
+   ``alpha``). With ``confirm=False`` the paper's rule decides instead: consecutive periods
+   merge while their CPU models differ by at most ``allowed_error`` or not significantly, and
+   each change left is placed where the two periods' models fit best.
 5. **names the changed types**: at an application change, the types whose own latency stepped
    up for good between the two periods (beyond the normal quantile at ``alpha`` shared over
    the types, at least ``min_change``, lasting), one at a time by the hypothesis that explains

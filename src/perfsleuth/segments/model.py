@@ -106,7 +106,7 @@ class Boundary:
     (:func:`~perfsleuth.segments.kernels.cpumodel.cost_change`); ``own`` the steps of the own
     latency of every type found changed (:mod:`~perfsleuth.segments.kernels.ownstep`; those
     that rose are ``named``, those that fell are reported beside them; empty when the CPU named
-    the types); ``end_of_data`` an application change found only by the end-of-data bar (too
+    the types); ``end_of_data`` an application change found only by the end-of-data bars (too
     little data after it for the full bar: lower confidence).
     """
 
