@@ -4,8 +4,8 @@
 Every own-latency search the detector makes over windows that reach the end of the data is
 traced; of each, the upward steps with under twice ``min_duration`` of data after them (the
 steps the end-of-data bars judge, :meth:`SegmentDetector._application_step`) are printed
-with their t, the end-of-data bar (a search over those splits only, the error known), for a
-lasting step of at least ``min_change`` past it the run's own history's bar
+with their t, the end-of-data bar (a search over those splits only), the same with the error
+known, for a lasting step of at least ``min_change`` past that the run's own history's bar
 (:meth:`SegmentDetector._history_bar`), the full bar (every split), whether they last and
 whether they are the real change (the changed type, within 10 s of ``change_at``) — so that
 the bars' margin at real changes and at everything else (mix changes, noise) can be read
@@ -63,11 +63,12 @@ def traced(run: str, window_s: int, cpu: str, truth: RunTruth) -> list[str]:
                 continue
             full = full_bar(s)
             end = self._step_bar(s, len(steps), n, least, end=True)
-            # the run's own history's bar, asked of lasting steps up past the first bar only
+            known = self._step_bar(s, len(steps), n, least, end=True, known=True)
+            # the run's own history's bar, asked of lasting steps up past the known-error bar
             history = (
-                f" history bar {self._history_bar(data, part, s, least):.2f}"
-                if s.score >= end and s.lasting and s.ratio - 1.0 >= self.min_change
-                else ""
+                f" known {known:.2f} history bar {self._history_bar(data, part, s, least):.2f}"
+                if s.score >= known and s.lasting and s.ratio - 1.0 >= self.min_change
+                else f" known {known:.2f}"
             )
             at = data.start[part[s.index]]
             off = float((at - change) / np.timedelta64(1, "s"))
