@@ -74,7 +74,7 @@ _NEIGHBOUR_CORRELATION = 0.5
 # series drawn from a run's own history to calibrate the end-of-data bar (history_bar), and
 # how many mix-long runs the history must hold to be drawn from: with fewer, every draw is
 # much the same minute or two (on the tuned runs, 1-2 runs after a change found early gave
-# bars of 0.9-3.2 and three false changes; the real changes had 4.3-6.8 runs before them)
+# bars of 0.9-3.2 and four false changes; the real changes had 4.3-6.8 runs before them)
 _HISTORY_DRAWS = 200
 _HISTORY_RUNS = 3
 
