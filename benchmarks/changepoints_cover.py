@@ -42,7 +42,6 @@ from perfsleuth import find_change_points
 from perfsleuth.changepoints.kernels import search
 from perfsleuth.changepoints.kernels.search import (
     DEFAULT_MIN_EFFECT,
-    DEFAULT_MIN_RELATIVE_CHANGE,
     DEFAULT_PENALTY,
 )
 from perfsleuth.stats import robust
@@ -128,7 +127,7 @@ def main() -> None:
                     ("sig", not r.p_value <= r.alpha),
                     ("cost", r.strength < _cost(n, r.index - r.start, r.stop - r.index)),
                     ("eff", r.effect < DEFAULT_MIN_EFFECT),
-                    ("rel", _relative(r.mean_before, r.mean_after) < DEFAULT_MIN_RELATIVE_CHANGE),
+                    ("rel", _relative(r.mean_before, r.mean_after) < found.min_relative_change),
                 )
                 if bad
             ]

@@ -37,7 +37,6 @@ from changepoints_accuracy import MARGIN, MIRROR_DEFAULT, NAB_DEFAULT, STRUCCHAN
 from perfsleuth import find_change_points
 from perfsleuth.changepoints.kernels.search import (
     DEFAULT_MIN_EFFECT,
-    DEFAULT_MIN_RELATIVE_CHANGE,
     DEFAULT_PENALTY,
 )
 from perfsleuth.stats import robust
@@ -122,7 +121,7 @@ def main() -> None:
                 fails = [
                     name
                     for name, bad in (
-                        ("rel", rel < DEFAULT_MIN_RELATIVE_CHANGE),
+                        ("rel", rel < res.min_relative_change),
                         ("eff", r.effect < DEFAULT_MIN_EFFECT),
                         ("cost", r.strength < cost),
                         ("sig", r.p_value > r.alpha),

@@ -85,11 +85,18 @@ def test_difference_phi_needs_ten_differences() -> None:
 
 
 def test_long_run_scale_caps_the_memory_it_extrapolates() -> None:
-    # A random walk of 100 steps: φ̂ near 1 would multiply the scale of the differences by up
-    # to 100; the correlation length is capped at max(16, longest block).
-    phi, scale = long_run_scale(np.cumsum(noise(6, 100)))
-    assert phi <= 1 - 1 / 16
-    assert scale < 40
+    # A random walk of 100 steps (φ̂ = .99 from its differences) would multiply the scale of
+    # the differences by up to 100; the correlation length is capped at the longest block the
+    # series allows (6 readings; it was 16, a scale of 15.7 times the steps').
+    phi, scale = long_run_scale(np.cumsum(noise(0, 100)))
+    assert phi == pytest.approx(1 - 1 / 6)
+    assert scale < 8
+    # at least 4 for a shorter one; a long one: 16 before its blocks are measured, then the
+    # longest block (min(n/16, 2√n) = 128 for 4,096 steps)
+    assert long_run_scale(np.cumsum(noise(6, 40)))[0] == pytest.approx(1 - 1 / 4)
+    walk = np.cumsum(noise(6, 4096))
+    assert long_run_scale(walk, max_block=1)[0] == pytest.approx(1 - 1 / 16)
+    assert 1 - 1 / 16 < long_run_scale(walk)[0] <= 1 - 1 / 128
 
 
 def test_remove_cycle_keeps_a_level_shift() -> None:

@@ -75,7 +75,8 @@ def changepoints_command(
         float | None,
         typer.Option(
             help="Drop shifts smaller than this fraction of the level, e.g. 0.1 for 10% "
-            "[default: 0.05; 0 for data whose zero is arbitrary]",
+            "[default: 0.05 on series of 1,000 readings or more, none on shorter ones; "
+            "0 for data whose zero is arbitrary]",
             show_default=False,
         ),
     ] = None,

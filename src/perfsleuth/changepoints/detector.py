@@ -47,7 +47,6 @@ from pydantic.dataclasses import dataclass
 from perfsleuth.analysis import PARAMS, DetectorMixin, Summary
 from perfsleuth.changepoints.kernels.search import (
     DEFAULT_MIN_EFFECT,
-    DEFAULT_MIN_RELATIVE_CHANGE,
     DEFAULT_PENALTY,
     DEFAULT_TOP_SPIKES,
     ChangePoint,
@@ -134,7 +133,9 @@ class ChangePointDetector(DetectorMixin):
         significant (long series make tiny shifts significant).
     min_relative_change
         Effect-size floor: a shift must also be at least this fraction of the larger level
-        (0 turns it off, e.g. for temperatures, whose zero is arbitrary).
+        (0 turns it off, e.g. for temperatures, whose zero is arbitrary). ``None`` (default):
+        5% on series of at least 1,000 readings, none on shorter ones
+        (:data:`~perfsleuth.changepoints.kernels.search.LONG_SERIES`).
     penalty
         Parsimony: a change point must explain ``penalty`` × 2 ln(e n / m) long-run noise
         variances, m its shorter side (a short segment is one of many possible, and pays
@@ -155,7 +156,7 @@ class ChangePointDetector(DetectorMixin):
     method: Literal["fpa", "paper", "f"] = "fpa"
     robust: bool = True
     min_effect: float = Field(default=DEFAULT_MIN_EFFECT, ge=0.0)
-    min_relative_change: float = Field(default=DEFAULT_MIN_RELATIVE_CHANGE, ge=0.0)
+    min_relative_change: float | None = Field(default=None, ge=0.0)
     penalty: float = Field(default=DEFAULT_PENALTY, ge=0.0)
     top: int | None = Field(default=None, ge=1)
     top_spikes: int = Field(default=DEFAULT_TOP_SPIKES, ge=0)

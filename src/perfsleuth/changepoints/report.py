@@ -51,7 +51,7 @@ def section(analysis: ChangePointAnalysis, *, max_points: int = 5000) -> Section
     shown = found[:MAX_SERIES]
     robust = (
         f"cycles, trends and skewness handled, spikes kept as data; shifts under "
-        f"{detector.min_effect:g} σ or {detector.min_relative_change:.0%} of the level dropped"
+        f"{detector.min_effect:g} σ or {_relative_floor(detector.min_relative_change)} dropped"
         if detector.robust
         else "raw values"
     )
@@ -69,6 +69,18 @@ def section(analysis: ChangePointAnalysis, *, max_points: int = 5000) -> Section
         tables=[_table(found)] if found else [],
         family="changepoints",
     )
+
+
+def _relative_floor(floor: float | None) -> str:
+    """The relative floor as the section's intro says it (``None``: the search's default)."""
+    from perfsleuth.changepoints.kernels.search import DEFAULT_MIN_RELATIVE_CHANGE, LONG_SERIES
+
+    if floor is None:
+        return (
+            f"{DEFAULT_MIN_RELATIVE_CHANGE:.0%} of the level "
+            f"(series of {LONG_SERIES:,} readings or more)"
+        )
+    return f"{floor:.0%} of the level"
 
 
 def _adjustments(found: Sequence[SeriesChanges]) -> str:

@@ -54,7 +54,8 @@ _TRIMMED_MEAN_ABS = 0.5147  # mean of the smallest 3/4 of |Z| for a standard nor
 _WINSOR = 3.0  # deviations beyond this many σ are capped there
 _WINSOR_SD = 0.9975  # √E[min(Z², 9)] for a standard normal Z
 _FEWEST_DIFFERENCES = 10  # fewer: no φ is estimated (0)
-_LONGEST_MEMORY = 16  # correlation length (observations) always allowed to the AR(1) scale
+_LONGEST_MEMORY = 16  # correlation length (observations) allowed to the AR(1) scale before blocks
+_SHORTEST_MEMORY = 4  # ... and always, however short the series
 
 MAX_PERIOD = 20_000
 """Longest cycle looked for, in observations: two weeks of one-minute samples."""
@@ -292,8 +293,8 @@ def long_run_noise(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
       φ)/(1 − φ), so ``σ²_LR = v (1 + φ) / (2 (1 − φ)²)``, φ from :func:`difference_phi`; each
       shift or spike touches one or two differences, a trend none (as DeCAFS, Romano et al.
       2022). It sees only short-range dependence. φ is capped at a correlation length
-      ``1/(1 − φ)`` of max(16, longest block): a longer memory cannot be told from level
-      shifts within the series.
+      ``1/(1 − φ)`` of :func:`_memory_cap`: a longer memory cannot be told from level shifts
+      within the series.
     * :func:`block_scale` over blocks of 2, 4, … up to ``max_block`` observations (default
       ``min(n/16, 2√n)``): the dependence at longer range that real series have (M/M/1
       response times at ρ = .8: lag-1 autocorrelation .96, lag 50 still .27), which the AR(1)
@@ -307,14 +308,13 @@ def long_run_noise(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
     if n < 2:
         return 0.0, 0.0, 0.0
     top = _longest_block(n, max_block)
-    # A correlation length 1/(1 − φ) beyond the longest block measured (and 16) cannot be told
-    # from level shifts in this series, and φ near 1 would multiply the scale by up to 100.
+    # φ near 1 would multiply the scale by up to 100 (see _memory_cap).
     # Every MAD below works in ``scratch`` (a million values: 15 of them, and fresh arrays
     # cost their page faults: 22,000 a call, half its time).
     scratch = np.empty((2, n))
     d = np.diff(x)
     mad_scale = _mad_scale_in_place(_copied(d, scratch[0]))
-    phi = min(_difference_phi(d, mad_scale, scratch), 1.0 - 1.0 / max(top, _LONGEST_MEMORY))
+    phi = min(_difference_phi(d, mad_scale, scratch), 1.0 - 1.0 / _memory_cap(n, top))
     v = (mad_scale or _difference_scale(d)) ** 2
     scale = math.sqrt(v * (1.0 + phi) / 2.0) / (1.0 - phi)
     block = 2
@@ -329,14 +329,26 @@ def long_run_noise(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
 def persistence(x: FloatArray, *, max_block: int | None = None) -> float:
     """The AR(1) φ of :func:`long_run_scale` alone (from first differences, capped as it
     caps it), without the cost of its blocks."""
-    top = _longest_block(x.size, max_block)
-    return min(difference_phi(x), 1.0 - 1.0 / max(top, _LONGEST_MEMORY))
+    return min(difference_phi(x), memory_cap(x.size, max_block))
+
+
+def _memory_cap(n: int, top: int) -> int:
+    """The longest correlation length ``1/(1 − φ)`` the AR(1) scale of ``n`` observations may
+    extrapolate to, blocks up to ``top`` measured: ``top``, or 16 when that is longer — but
+    never longer than the longest block the series allows (``min(n/16, 2√n)``; at least 4).
+
+    A memory longer than the blocks measured cannot be told from level shifts within the
+    series. The first noise round measures no blocks (``top`` = 1) and allows 16; a series of
+    100 readings, whose blocks reach 6, is allowed 6, not 16: φ = .94 there (a random walk's
+    differences give 1) made the long-run scale 3.1 times the series' whole spread, and beaver
+    2's 1 °C step (Reynolds 1994) was no candidate."""
+    return max(top, min(_LONGEST_MEMORY, max(_longest_block(n, None), _SHORTEST_MEMORY)))
 
 
 def memory_cap(n: int, max_block: int | None = None) -> float:
     """The largest AR(1) φ :func:`long_run_noise` lets the first differences show: a
-    correlation length of max(16, longest block)."""
-    return 1.0 - 1.0 / max(_longest_block(n, max_block), _LONGEST_MEMORY)
+    correlation length of :func:`_memory_cap`."""
+    return 1.0 - 1.0 / _memory_cap(n, _longest_block(n, max_block))
 
 
 def _longest_block(n: int, max_block: int | None) -> int:

@@ -749,7 +749,13 @@ def _check_min_size(min_size: int) -> None:
 DEFAULT_MIN_EFFECT = 0.25
 """Default effect-size floor, in noise standard deviations."""
 DEFAULT_MIN_RELATIVE_CHANGE = 0.05
-"""Default floor on the relative change (fraction of the larger level)."""
+"""Default floor on the relative change (fraction of the larger level), on long series."""
+LONG_SERIES = 1_000
+"""Observations from which a series gets the default relative floor. The floor is practical
+significance for long series, whose length makes ±1–5% shifts significant; it is relative to
+the level, so it depends on where the series' zero is, which the values do not show (1 °C is
+2.2% of a body temperature of 37 °C). A shorter series' points are few and large by the test
+and the cost alone, and its level's zero is not trusted."""
 DEFAULT_PENALTY = 5.0
 """Default parsimony penalty: a point must explain ``penalty`` times 2 ln(e n / m) long-run
 variances, m its shorter side (:func:`_cost`)."""
@@ -776,7 +782,7 @@ def find_change_points(
     max_depth: int | None = None,
     robust: bool = True,
     min_effect: float = DEFAULT_MIN_EFFECT,
-    min_relative_change: float = DEFAULT_MIN_RELATIVE_CHANGE,
+    min_relative_change: float | None = None,
     penalty: float = DEFAULT_PENALTY,
 ) -> ChangePoints:
     """Change points in the mean of a series (or of several series jointly).
@@ -817,6 +823,8 @@ def find_change_points(
     min_relative_change
         With ``robust``: a shift must also be at least this fraction of the larger of the two
         levels (0 turns it off; for data whose zero is arbitrary, such as temperatures).
+        ``None`` (default): :data:`DEFAULT_MIN_RELATIVE_CHANGE` on series of at least
+        :data:`LONG_SERIES` observations, none on shorter ones.
     penalty
         With ``robust``: a point must explain at least ``penalty`` times 2 ln(e n / m) long-run
         noise variances (its between-part sum of squares; m its shorter side: about the most
@@ -844,7 +852,7 @@ def find_change_points(
         raise ValueError(f"max_depth must be a non-negative integer or None, got {max_depth!r}")
     for name, value in (
         ("min_effect", min_effect),
-        ("min_relative_change", min_relative_change),
+        ("min_relative_change", 0.0 if min_relative_change is None else min_relative_change),
         ("penalty", penalty),
     ):
         if not (isinstance(value, float | int) and math.isfinite(value) and value >= 0):
@@ -866,6 +874,8 @@ def find_change_points(
     raw = _as_columns(values)
     n, dims = raw.shape
     size = _auto_min_size(n) if min_size is None else int(min_size)
+    if min_relative_change is None:
+        min_relative_change = DEFAULT_MIN_RELATIVE_CHANGE if n >= LONG_SERIES else 0.0
     # Values near the float range overflow when squared: search a copy scaled by a power of two
     # (exact), report levels in the series' own units.
     x, unit = _rescaled(raw)

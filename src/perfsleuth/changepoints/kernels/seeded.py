@@ -35,7 +35,8 @@ the only change if the others are right, with three requirements:
   ``search._lone_jump``);
 * **large** — the shift is at least ``min_effect`` noise standard deviations and
   ``min_relative_change`` of the larger of the two levels (practical significance: long series
-  make tiny shifts significant);
+  make tiny shifts significant; by default only series of ``search.LONG_SERIES`` observations
+  or more have it);
 * **worth its cost** — ``z² ≥ penalty · 2 ln(e n / m)``, m the shorter side (``search._cost``):
   a penalised choice of how many points a series deserves, calibrated per scale as the noise's
   own largest z² among the n/m places of a change that long, so that a long series does not
