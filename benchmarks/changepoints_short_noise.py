@@ -1,0 +1,71 @@
+"""False positives and power of the defaults on short series of persistent noise.
+
+Gaussian AR(1) noise with unit marginal variance, φ ∈ {0, .5, .8, .9, .95} and a random walk,
+n ∈ {30, 60, 100, 200} (the short series of issue 17 are 15–800 readings): the share of series
+with no change in which any change point is found, and the share with one step (2 or 3 marginal
+standard deviations, at 40% of the series) in which a point lies within 5 readings of it.
+Seeded per (n, replicate), so two versions of ``src`` see the same series
+(``PYTHONPATH=<src> .venv/bin/python benchmarks/changepoints_short_noise.py``).
+
+Run: ``.venv/bin/python benchmarks/changepoints_short_noise.py [--reps 200]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+from scipy.signal import lfilter
+
+from perfsleuth import find_change_points
+
+SIZES = (30, 60, 100, 200)
+NULL_PHIS = (0.0, 0.5, 0.8, 0.9, 0.95, 1.0)  # 1: a random walk
+STEP_PHIS = (0.5, 0.8, 0.9, 0.95)
+STEPS = (2.0, 3.0)
+
+
+def noise(seed: int, n: int, phi: float) -> np.ndarray:
+    """AR(1) noise of unit marginal variance (a random walk of unit steps for φ = 1)."""
+    e = np.random.default_rng(seed).standard_normal(n)
+    x: np.ndarray = lfilter([1.0], [1.0, -phi], e)
+    return x if phi >= 1.0 else x * math.sqrt(1.0 - phi * phi)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=200)
+    args = parser.parse_args()
+    reps = args.reps
+    print(f"share of {reps} series with any change point, no change (φ = 1: a random walk)")
+    print("| n | " + " | ".join(f"φ = {p:g}" for p in NULL_PHIS) + " |")
+    print("|---" * (len(NULL_PHIS) + 1) + "|")
+    for n in SIZES:
+        cells = []
+        for phi in NULL_PHIS:
+            hits = sum(
+                bool(find_change_points(noise(1000 * n + s, n, phi)).indices) for s in range(reps)
+            )
+            cells.append(f"{hits / reps:.3f}")
+        print(f"| {n} | " + " | ".join(cells) + " |")
+    print(f"\nshare of {reps} series with a point within 5 of the step (at 0.4 n)")
+    header = [f"φ = {p:g}, {s:g} σ" for p in STEP_PHIS for s in STEPS]
+    print("| n | " + " | ".join(header) + " |")
+    print("|---" * (len(header) + 1) + "|")
+    for n in SIZES:
+        at = int(0.4 * n)
+        cells = []
+        for phi in STEP_PHIS:
+            for step in STEPS:
+                hits = 0
+                for s in range(reps):
+                    x = noise(7000 * n + s, n, phi)
+                    x[at:] += step
+                    hits += any(abs(i - at) <= 5 for i in find_change_points(x).indices)
+                cells.append(f"{hits / reps:.2f}")
+        print(f"| {n} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
