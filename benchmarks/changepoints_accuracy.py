@@ -12,8 +12,8 @@ Corpus (nothing here is tuned per series; every method runs with its defaults):
   events: Boston youth homicides and Operation Ceasefire (May 1996), German M1 and the monetary
   union (1990 Q3), the Grossarl parish series and the dated moral, political and marriage
   regulations (the ``morals``/``politics``/``nuptiality`` factors shipped with the data);
-* ``short`` — 29 short (62–646 points) public real series with change points documented outside
-  any benchmark: the four ``events`` series (in their ``events`` halves) and 25 more from R's
+* ``short`` — 41 short (24–646 points) public real series with change points documented outside
+  any benchmark: the four ``events`` series (in their ``events`` halves) and 37 more from R's
   datasets and CRAN packages (``benchmarks/changepoints_short.py`` lists each series, its
   licence and the reference for its annotation), read from fetched snapshots under ``--mirror``.
 
