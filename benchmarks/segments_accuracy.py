@@ -34,6 +34,7 @@ import logging
 import math
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +79,20 @@ def halves(corpus: Path) -> dict[str, tuple[str, str]]:
         run: (group, half) for group, parts in raw.items() for half, runs in parts.items()
         for run in runs
     }  # fmt: skip
+
+
+def configurations(
+    corpus: Path, half: str | None, runs: list[str]
+) -> Iterator[tuple[str, int, str, RunTruth]]:
+    """(run, window, CPU table, truth) for every configuration of the corpus, in run order;
+    only ``half``'s runs when given, only ``runs`` when any are named (the traces' selection)."""
+    for run, (_, run_half) in sorted(halves(corpus).items()):
+        if (half and run_half != half) or (runs and run not in runs):
+            continue
+        truth = RunTruth.read(corpus / run / "truth.json")
+        for window_s in WINDOWS:
+            for cpu in CPUS:
+                yield run, window_s, cpu, truth
 
 
 def analyse_run(folder: Path, window_s: int, cpu: str) -> tuple[tuple[Finding, ...], float]:

@@ -28,9 +28,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from segments_accuracy import CORPUS, CPUS, WINDOWS, analyse_run, halves
+from segments_accuracy import CORPUS, analyse_run, configurations
 
-from perfsleuth.datasets.segments import RunTruth
 from perfsleuth.segments import detector
 from perfsleuth.segments.kernels.excess import excess_stretch, stretch_spread
 
@@ -115,28 +114,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--half", choices=("tune", "held"))
     parser.add_argument("--runs", nargs="*", default=[])
     args = parser.parse_args(argv)
-    for run, (_, half) in sorted(halves(CORPUS).items()):
-        if (args.half and half != args.half) or (args.runs and run not in args.runs):
-            continue
-        truth = RunTruth.read(CORPUS / run / "truth.json")
-        for window_s in WINDOWS:
-            for cpu in CPUS:
-                lines: list[dict[str, Any]] = []
-                with judged(lines):
-                    analyse_run(CORPUS / run, window_s, cpu)
-                for x in lines:
-                    hog = (
-                        truth.hog is not None
-                        and x["start"] < truth.hog[1]
-                        and x["end"] > truth.hog[0]
-                    )
-                    print(
-                        f"{run:<4} {window_s}s {cpu:<3} {x['start']:%H:%M:%S} "
-                        f"{x['seconds']:>5.0f} s "
-                        f"level {x['level']:+.3f} ratio {x['ratio']:6.1f} unseen "
-                        f"{x['unseen']:6.1f} {'kept' if x['kept'] else 'not kept'} "
-                        f"{'hog' if hog else 'away from the hog'}".replace(" nan", "   -")
-                    )
+    for run, window_s, cpu, truth in configurations(CORPUS, args.half, args.runs):
+        lines: list[dict[str, Any]] = []
+        with judged(lines):
+            analyse_run(CORPUS / run, window_s, cpu)
+        for x in lines:
+            hog = truth.hog is not None and x["start"] < truth.hog[1] and x["end"] > truth.hog[0]
+            print(
+                f"{run:<4} {window_s}s {cpu:<3} {x['start']:%H:%M:%S} "
+                f"{x['seconds']:>5.0f} s "
+                f"level {x['level']:+.3f} ratio {x['ratio']:6.1f} unseen "
+                f"{x['unseen']:6.1f} {'kept' if x['kept'] else 'not kept'} "
+                f"{'hog' if hog else 'away from the hog'}".replace(" nan", "   -")
+            )
     return 0
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from segments_accuracy import CORPUS, CPUS, WINDOWS, analyse_run, halves
+from segments_accuracy import CORPUS, analyse_run, configurations
 from segments_own_phases import application_steps
 
 from perfsleuth.datasets.segments import RunTruth
@@ -93,14 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--half", choices=("tune", "held"))
     parser.add_argument("--runs", nargs="*", default=[])
     args = parser.parse_args(argv)
-    for run, (_, half) in sorted(halves(CORPUS).items()):
-        if (args.half and half != args.half) or (args.runs and run not in args.runs):
-            continue
-        truth = RunTruth.read(CORPUS / run / "truth.json")
-        for window_s in WINDOWS:
-            for cpu in CPUS:
-                for line in traced(run, window_s, cpu, truth):
-                    print(line)
+    for run, window_s, cpu, truth in configurations(CORPUS, args.half, args.runs):
+        for line in traced(run, window_s, cpu, truth):
+            print(line)
     return 0
 
 
