@@ -489,5 +489,23 @@ def load_short(root: Path) -> tuple[list[list[Series]], list[str]]:
                 series += loader(mirror)
             except (FileNotFoundError, subprocess.CalledProcessError, ImportError) as exc:
                 notes.append(f"short: {loader.__name__.strip('_')} skipped ({exc})")
+        for name, values, points, reference in series:
+            _check(name, values, points, reference)
         batches.append(series)
     return batches, notes
+
+
+def _check(name: str, values: np.ndarray, points: list[int], reference: str) -> None:
+    """A series the corpus may hold: 15–800 finite readings, annotated segments of at least 5
+    (the corpus's rule), and a reference."""
+    bounds = np.diff([0, *points, len(values)])
+    problem = (
+        "not 15-800 readings" if not 15 <= len(values) <= 800
+        else "a value that is not finite" if not np.isfinite(values).all()
+        else "annotations not increasing" if points != sorted(set(points))
+        else "an annotated segment under 5 readings" if bounds.min() < 5
+        else "no reference" if not reference
+        else None
+    )  # fmt: skip
+    if problem:
+        raise ValueError(f"short corpus: {name}: {problem}")

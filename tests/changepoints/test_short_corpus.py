@@ -16,24 +16,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import changepoints_accuracy as accuracy  # noqa: E402
 import changepoints_short as short  # noqa: E402
 
-MIRROR = Path("/work/.mirror")
-
-# the third batch, annotated from the packages' documentation (the module docstring's table)
-THIRD_BATCH = {
-    "sweden_accidents_1961": [23, 44],
-    "sweden_accidents_1962": [10, 28, 46, 64, 80],
-    "crimea_disease_mortality": [12],  # April 1855
-    "london_christenings": [13, 32],  # 1642, 1661
-    "cholera_soho_attacks": [12],  # 31 August 1854
-    "ansett_melbourne_sydney": [112, 119],
-    "fmri_cortex1": [16, 32, 48, 64, 80, 96, 112],
-    "presidential_approval": [28, 60, 71, 92],
-    "us_fertility_rate": [28, 33, 50],  # 1941, 1946, 1963
-    "california_accidents_total": [60, 76],  # January 1986, May 1987
-    "california_fatal_share": [60, 76],
-    "anderson_unemployment_claims": [48],  # January 1984
-}
-
 
 def test_a_missing_snapshot_skips_its_source_with_a_note(tmp_path: Path) -> None:
     batches, notes = short.load_short(tmp_path)
@@ -93,20 +75,3 @@ def test_a_later_batch_leaves_the_halves_of_the_earlier_ones(
     assert before == {"b": "tune", "d": "held-out", "f": "tune", "h": "held-out"}
     assert {k: after[k] for k in before} == before
     assert {k: after[k] for k in "ace"} == {"a": "tune", "c": "held-out", "e": "tune"}
-
-
-@pytest.mark.skipif(not MIRROR.exists(), reason="no fetched snapshots under /work/.mirror")
-def test_every_fetched_series_is_short_finite_and_annotated_inside() -> None:
-    batches, notes = short.load_short(MIRROR)
-    series = [s for batch in batches for s in batch]
-    if notes:
-        pytest.skip("; ".join(notes))
-    names = [name for name, *_ in series]
-    assert len(names) == len(set(names)) == 37
-    for name, values, points, reference in series:
-        bounds = np.diff([0, *points, len(values)])
-        assert 15 <= len(values) <= 800, name
-        assert np.isfinite(values).all(), name
-        assert points == sorted(set(points)) and bounds.min() >= 5, name
-        assert reference, name
-    assert {s[0]: s[2] for s in batches[-1]} == THIRD_BATCH
