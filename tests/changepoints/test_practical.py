@@ -350,7 +350,10 @@ def test_the_cost_of_a_point_follows_its_scale_and_the_noise_memory() -> None:
     # the long-run scale set by blocks (implied φ above the AR(1) one): fewer independent
     # observations, a higher bar; set by the first differences, or at the memory cap (a random
     # walk's floor), none
-    assert _independent(n, [(0.8, 1.0, 0.9)], 0.98) == pytest.approx(n * 0.1 / 1.9)
+    assert _independent(n, [(0.8, 1.0, 0.9)], 0.98, 32) == pytest.approx(n * 0.1 / 1.9)
     assert _cost(5.0, n, 200, n * 0.1 / 1.9) > 1.2 * _cost(5.0, n, 200, n)
-    assert _independent(n, [(0.3, 1.0, 0.3)], 0.98) == n
-    assert _independent(n, [(0.9, 1.0, 0.99)], 0.98) == n
+    assert _independent(n, [(0.3, 1.0, 0.3)], 0.98, 32) == n
+    assert _independent(n, [(0.9, 1.0, 0.99)], 0.98, 32) == n
+    # a memory longer than the blocks measured: the scale still rests on n / (longest block)
+    # of them (φ .97 alone would say 15)
+    assert _independent(n, [(0.0, 1.0, 0.97)], 0.98, 32) == pytest.approx(n / 32)

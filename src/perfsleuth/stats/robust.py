@@ -351,6 +351,13 @@ def memory_cap(n: int, max_block: int | None = None) -> float:
     return 1.0 - 1.0 / _memory_cap(n, _longest_block(n, max_block))
 
 
+def longest_block(n: int, max_block: int | None = None) -> int:
+    """The longest block :func:`long_run_noise` measures for ``n`` observations (blocks of 2,
+    4, … up to ``max_block``, default ``min(n/16, 2√n)``); 1 when it measures none."""
+    top = _longest_block(n, max_block)
+    return 1 << (top.bit_length() - 1) if top >= 2 else 1
+
+
 def _longest_block(n: int, max_block: int | None) -> int:
     """The longest block :func:`long_run_scale` measures (default ``min(n/16, 2√n)``)."""
     return min(n // 16, math.ceil(2 * math.sqrt(n))) if max_block is None else max_block

@@ -1570,7 +1570,9 @@ class _Practical:
             ) + _PHI_CAP_SE * 3.0 / math.sqrt(n)
             phi_cap = max(phi_cap, *(implied for _, _, implied in noise))
             # how many independent observations the long-run yardstick rests on (``_cost``)
-            independent = _independent(n, noise, robust_mod.memory_cap(n, top))
+            independent = _independent(
+                n, noise, robust_mod.memory_cap(n, top), robust_mod.longest_block(n, top)
+            )
             z = sym / np.array([s for _, s, _ in noise])  # unit long-run variance
             dims = _effective_columns(z) if self.dims > 1 else 1.0
             critical_at = self._critical_z2(test, dims)
@@ -1894,18 +1896,24 @@ def _cost(penalty: float, n: int, shorter: int, independent: float) -> float:
     return scan * persistent / (n * math.expm1(scan / n))
 
 
-def _independent(n: int, noise: list[tuple[float, float, float]], memory_cap: float) -> float:
+def _independent(
+    n: int, noise: list[tuple[float, float, float]], memory_cap: float, longest_block: int
+) -> float:
     """How many independent observations the long-run yardstick of :func:`_cost` rests on:
     n over the integrated autocorrelation time (1 + φ)/(1 − φ), φ the one its scale implies,
     when blocks set that scale (it exceeds the AR(1) scale, which n − 1 first differences
     measure) below ``memory_cap`` — a memory at the cap is one the series cannot measure, so
     its scale is a floor rather than an estimate (a random walk's: the lone-jump rule judges
-    its points); the most persistent such column; n otherwise."""
+    its points); the most persistent such column; n otherwise. Never fewer than the
+    ``n / longest_block`` blocks the scale was measured on: a memory longer than the longest
+    block is one the blocks do not see (its φ comes from the first differences' scale), so
+    the estimate's own precision is that of its blocks (NAB's `rogue_agent_key_hold`, mostly
+    zeros: φ .98 says 18 of 1,882 readings, its 64-reading blocks 29)."""
     blocks = [implied for phi, _, implied in noise if phi + _SAME_PHI < implied < memory_cap]
     if not blocks:
         return float(n)
     phi = max(blocks)
-    return n * (1.0 - phi) / (1.0 + phi)
+    return max(n * (1.0 - phi) / (1.0 + phi), n / longest_block)
 
 
 def _testable(min_size: int) -> int:
