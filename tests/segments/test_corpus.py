@@ -80,7 +80,8 @@ def test_tables_join_every_inner_window(run: str) -> None:
 # runs recorded in the eighth round (c13-c15, h09-h12), those main's detector (39d6b99) passes.
 # Eighth round, application side (the end-of-data bar by the run's own history): c09 1 s all,
 # 5 s db, 5 s all and c11 5 s all, and held out (read after the change was decided) h02 1 s
-# and 5 s all, h07 x4.
+# and 5 s all, h07 x4. Ninth round (the most certain step cuts first): c14 1 s db, 5 s db
+# and 5 s all.
 QUIET = [("c09", 1, "db"), ("c09", 1, "all"), ("c09", 5, "db"), ("c09", 5, "all"),
          ("c11", 5, "all"),
          ("c01", 1, "all"), ("c01", 1, "db"), ("c01", 5, "all"), ("c01", 5, "db"),
@@ -93,7 +94,7 @@ QUIET = [("c09", 1, "db"), ("c09", 1, "all"), ("c09", 5, "db"), ("c09", 5, "all"
          ("c11", 1, "db"), ("c11", 5, "db"), ("c12", 1, "all"), ("c12", 1, "db"),
          ("c12", 5, "all"), ("c12", 5, "db"),
          ("c13", 1, "all"), ("c13", 1, "db"), ("c13", 5, "all"), ("c13", 5, "db"),
-         ("c14", 1, "all"),
+         ("c14", 1, "all"), ("c14", 1, "db"), ("c14", 5, "db"), ("c14", 5, "all"),
          ("c15", 1, "all"), ("c15", 1, "db"), ("c15", 5, "all"), ("c15", 5, "db")]  # fmt: skip
 HELD = [("h02", 5, "db"), ("h02", 1, "db"), ("h02", 1, "all"), ("h02", 5, "all"),
         ("h07", 1, "all"), ("h07", 1, "db"), ("h07", 5, "all"), ("h07", 5, "db"),
@@ -200,6 +201,20 @@ def test_a_tentative_change_opens_no_new_search_before_it() -> None:
     assert score.false_application == 0 and score.first_right and score.change_found, score
     (change,) = [f for f in findings if f.kind == Kind.APPLICATION_CHANGE]
     assert {e.name: e.value for e in change.evidence}["end_of_data_test"] is True
+
+
+@pytest.mark.parametrize(("window_s", "cpu"), [(1, "db"), (5, "db"), (5, "all")])
+def test_the_most_certain_step_cuts_first(window_s: int, cpu: str) -> None:
+    """c14: t0 made twice as heavy at 15:27:47. t4 (1% of the phase before's mix) seems to
+    step further in logs 35 s earlier — the tilt t0's change gives the yardstick, placed
+    loosely — but less certainly; cut first by its size, it was a false application change
+    and t0's a second one."""
+    truth = RunTruth.read(CORPUS / "c14" / "truth.json")
+    findings = SegmentDetector().detect(_frame("c14", window_s, cpu))
+    score = score_run(findings, truth, hog_in_cpu=cpu == "all")
+    assert score.false_application == 0 and score.first_right and score.change_found, score
+    changes = [f for f in findings if f.kind == Kind.APPLICATION_CHANGE]
+    assert len(changes) == 1, changes
 
 
 def test_a_heavy_release_on_a_busy_host_is_found_and_named() -> None:
