@@ -106,13 +106,14 @@ def _running(
     excess: FloatArray, width: FloatArray, length: int, away: NDArray[np.bool_]
 ) -> tuple[FloatArray, NDArray[np.bool_], float]:
     """The mean excess per second of every run of ``length`` windows, which runs touch no
-    window ``away``, and the robust spread (scaled MAD) of those means (NaN under two)."""
+    window ``away``, and the robust spread (scaled MAD) of those means: NaN when the windows
+    not ``away`` hold fewer than five runs (:data:`_PIECES`) or fewer than two such runs."""
     x = np.concatenate([[0.0], np.cumsum(excess)])
     w = np.concatenate([[0.0], np.cumsum(width)])
     blocked = np.concatenate([[0], np.cumsum(away)])
     means = (x[length:] - x[:-length]) / (w[length:] - w[:-length])
     clear = (blocked[length:] - blocked[:-length]) == 0
-    if len(excess) - int(away.sum()) < _PIECES * length:
+    if len(excess) - int(away.sum()) < _PIECES * length or clear.sum() < 2:
         return means, clear, math.nan
     ok = means[clear]
     return means, clear, float(1.4826 * np.median(np.abs(ok - np.median(ok))))
