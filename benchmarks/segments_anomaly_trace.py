@@ -6,9 +6,7 @@ its excess over one CPU model of all the normal windows and keeps it when its me
 per second (``level``) is ``threshold`` times the spread of that model's misses over every
 other stretch as long (``spread``, in sample). This prints, per stretch: where it is, how
 long, its level, the spread, their ratio, whether it was kept and whether it overlaps the
-hog (else a kept one is a false anomaly; those the scan for lasting excess found among the
-normal windows are marked, their level under the model of the normal windows) — and, as a
-diagnostic the detector does not use,
+hog (else a kept one is a false anomaly) — and, as a diagnostic the detector does not use,
 ``unseen``: the ratio against the spread of the model's misses on tiles of normal windows
 as long, each left out of the fit in turn (how far the model misses windows it has not
 seen; tried and removed in issue 18's eighth round, see docs/segments.md). Runs whose
@@ -67,12 +65,9 @@ def judged(lines: list[dict[str, Any]]) -> Iterator[None]:
     original = detector.SegmentDetector._anomalies
 
     def wrapper(
-        self: detector.SegmentDetector,
-        data: Any,
-        spans: list[tuple[int, int]],
-        releases: list[int],
+        self: detector.SegmentDetector, data: Any, spans: list[tuple[int, int]]
     ) -> list[tuple[int, int]]:
-        kept = original(self, data, spans, releases)
+        kept = original(self, data, spans)
         m = len(data.cpu)
         episodes = detector._gaps(spans, m)
         normal = detector._rows(spans) if spans else np.empty(0, dtype=np.intp)
@@ -84,14 +79,12 @@ def judged(lines: list[dict[str, Any]]) -> Iterator[None]:
         rate = excess / data.width
         noise = float(np.std(rate[normal]))
         reach = max(1, math.ceil(self.min_duration / float(np.median(data.width))))
-        placed = []
         for i, (a, b) in enumerate(episodes):
             lo = max(a - reach, episodes[i - 1][1] if i else 0)
             hi = min(b + reach, episodes[i + 1][0] if i + 1 < len(episodes) else m)
             s, e = excess_stretch(rate, noise, lo, hi)
             if e <= s:
                 continue
-            placed.append((s, e))
             level = float(excess[s:e].sum() / data.width[s:e].sum())
             rest = np.r_[0:s, e:m]
             spread = stretch_spread(excess[rest], data.width[rest], e - s)
@@ -107,21 +100,6 @@ def judged(lines: list[dict[str, Any]]) -> Iterator[None]:
                     kept=any(x <= s and e <= y for x, y in kept),
                 )
             )
-        for x, y in kept:  # found by the scan for lasting excess alone
-            if not any(x <= s and e <= y for s, e in placed):
-                level = float(excess[x:y].sum() / data.width[x:y].sum())
-                lines.append(
-                    dict(
-                        start=data.when(x),
-                        end=data.end(y - 1),
-                        seconds=data.seconds(x, y),
-                        level=level,
-                        ratio=math.nan,
-                        unseen=math.nan,
-                        kept=True,
-                        scan=True,
-                    )
-                )
         return kept
 
     detector.SegmentDetector._anomalies = wrapper  # type: ignore[method-assign]
@@ -147,10 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{x['seconds']:>5.0f} s "
                 f"level {x['level']:+.3f} ratio {x['ratio']:6.1f} unseen "
                 f"{x['unseen']:6.1f} {'kept' if x['kept'] else 'not kept'} "
-                f"{'hog' if hog else 'away from the hog'}"
-                f"{' (the scan for lasting excess)' if x.get('scan') else ''}".replace(
-                    " nan", "   -"
-                )
+                f"{'hog' if hog else 'away from the hog'}".replace(" nan", "   -")
             )
     return 0
 

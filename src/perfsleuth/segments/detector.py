@@ -124,13 +124,7 @@ from perfsleuth.segments.kernels.cpumodel import (
     idle_test,
     shift_test,
 )
-from perfsleuth.segments.kernels.excess import (
-    clipped,
-    excess_stretch,
-    lasting_stretch,
-    scan_bar,
-    stretch_spread,
-)
+from perfsleuth.segments.kernels.excess import excess_stretch, stretch_spread
 from perfsleuth.segments.kernels.ownstep import (
     OwnStep,
     history_bar,
@@ -157,8 +151,6 @@ __all__ = [
     "Segmentation",
     "Signature",
 ]
-
-_REACH = 3.0  # a window's excess counts up to 3 robust standard deviations
 
 log = logging.getLogger(__name__)
 
@@ -386,10 +378,10 @@ class SegmentDetector(DetectorMixin):
         pieces = self._classify(data, seg)
         spans = _extend([(p.start, p.stop) for p in pieces if _hosts(p)], pieces)
         spans = self._refine(data, spans, max(1, self._min_size(k) // 2))
+        episodes = self._anomalies(data, spans)
         # the search for changes of code leaves out what the CPU model's segmentation found
         # out of the ordinary, reported as an anomaly or not
         groups, models, boundaries = self._reconcile(data, spans)
-        episodes = self._anomalies(data, spans, [g[0][0] for g in groups[1:]])
         signatures = tuple(self._signature(data, _rows(g)) for g in groups)
         fitted = np.full(m, np.nan)
         for g, model in zip(groups, models, strict=True):
@@ -1105,9 +1097,7 @@ class SegmentDetector(DetectorMixin):
             out.append((a, b))
         return out
 
-    def _anomalies(
-        self, data: Windows, spans: list[tuple[int, int]], releases: list[int]
-    ) -> list[tuple[int, int]]:
+    def _anomalies(self, data: Windows, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """The anomalies, ``[start, stop)`` window ranges in order: the stretches the normal
         ``spans`` leave, each placed, and kept, by its excess over one CPU model of all the
         normal windows (:mod:`~perfsleuth.segments.kernels.excess`).
@@ -1119,8 +1109,6 @@ class SegmentDetector(DetectorMixin):
         (:func:`stretch_spread`); when too long to compare with the rest, the segmentation's
         verdict stands. The spread is not a window's noise: a linear model misses one mix by
         more than another, and a stretch of CPU it misses by no more than that is not reported.
-        Then lasting excess the segmentation did not set apart (:meth:`_lasting`), under a
-        model with one set of costs per period of one application (``releases``).
         """
         m = len(data.cpu)
         episodes = _gaps(spans, m)
@@ -1152,63 +1140,7 @@ class SegmentDetector(DetectorMixin):
             s, e = excess_stretch(rate, noise, lo, hi)
             if e > s and anomalous(s, e):
                 kept.append((s, e))
-        return _merged(kept + self._lasting(data, _merged(kept), reach, releases))
-
-    def _lasting(
-        self, data: Windows, kept: list[tuple[int, int]], least: int, releases: list[int]
-    ) -> list[tuple[int, int]]:
-        """Lasting excess the CPU model's segmentation did not set apart, up to three
-        stretches, each of at least ``least`` windows and with as many on either side of it
-        (it came and went), none in ``kept``.
-
-        A hog of a tenth of a core is within a window's miss but not within a minute's. The
-        CPU model has one set of costs per period of one application (``releases``: the
-        first window of each period after the first), so that a change of code is no lasting
-        excess; a window's excess counts up to :data:`_REACH` robust standard deviations, so
-        that a burst of a few windows is no lasting excess either. The stretch that stands
-        out most against the model's misses on every other stretch as long
-        (:func:`lasting_stretch`) is kept when it beats ``threshold`` and the ``1 − alpha``
-        quantile of the same search on this run's misses without it (:func:`scan_bar`); its
-        edges are then placed as the segmentation's are (:func:`excess_stretch`), under the
-        model fitted without it.
-        """
-        m = len(data.cpu)
-        design = _by_period(data, releases)
-
-        def misses(away: NDArray[np.bool_]) -> tuple[FloatArray, FloatArray]:
-            """Each window's excess, tamed, and its rate, under the model fitted without
-            ``away``."""
-            rows = np.flatnonzero(~away)
-            beta, *_ = np.linalg.lstsq(design[rows], data.cpu[rows], rcond=None)
-            excess = data.cpu - design @ beta
-            rate = excess / data.width
-            return clipped(excess, data.width, rate[rows], _REACH), rate
-
-        found: list[tuple[int, int]] = []
-        for _ in range(3):
-            away = np.zeros(m, dtype=bool)
-            for a, b in kept + found:
-                away[a:b] = True
-            if (~away).sum() < 2 * design.shape[1]:
-                break
-            tame, _ = misses(away)
-            s, e, ratio = lasting_stretch(tame, data.width, least, away, least)
-            # as the residual rule: at least allowed_error of the stretch's CPU
-            share = float(tame[s:e].sum() / data.cpu[s:e].sum()) if e > s else math.nan
-            if not (ratio >= self.threshold and share >= self.allowed_error):
-                break
-            without = away.copy()
-            without[s:e] = True
-            if not ratio >= scan_bar(tame, data.width, least, without, self.alpha):
-                break
-            _, rate = misses(without)
-            lo = max([0, s - least] + [b for a, b in kept + found if b <= s])
-            hi = min([m, e + least] + [a for a, b in kept + found if a >= e])
-            placed = excess_stretch(rate, float(np.std(rate[~without])), lo, hi)
-            found.append(
-                (min(s, placed[0]), max(e, placed[1])) if placed[1] > placed[0] else (s, e)
-            )
-        return found
+        return _merged(kept)
 
     def _outlier(self, data: Windows, i: int, model: CpuModel) -> bool:
         """Whether ``model`` leaves window i at least ``threshold`` residual standard deviations
@@ -1343,15 +1275,6 @@ def _nearer(data: Windows, i: int, gap: NDArray[np.intp], model: CpuModel) -> bo
     spread = max(float(np.std(inside, ddof=1)), model.noise)
     anomalous = norm.logpdf(excess[-1], level, spread)
     return bool(anomalous >= norm.logpdf(excess[-1], 0.0, model.noise))
-
-
-def _by_period(data: Windows, releases: list[int]) -> FloatArray:
-    """The CPU model's design, ``[width, counts]``, with one set of columns per period of one
-    application (``releases``: the first window of each period after the first): a change of
-    code moves the costs."""
-    period = np.searchsorted(np.asarray(releases, dtype=np.intp), np.arange(len(data.cpu)), "right")
-    plain = np.column_stack([data.width, data.counts])
-    return np.column_stack([plain * (period == p)[:, None] for p in range(len(releases) + 1)])
 
 
 def _neighbours(reference: list[bool], i: int) -> list[int]:

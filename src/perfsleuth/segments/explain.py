@@ -87,9 +87,7 @@ def anomaly_finding(
     excess = observed - explained
     inside = [p for p in pieces if p.start < last and p.stop > first]
     rules = sorted({r for p in inside for r in p.rules})
-    if not any(p.label == "anomaly" for p in inside):
-        rules = ["lasting"]  # found by the scan for lasting excess among normal windows
-    elif not rules or any(p.start < first or p.stop > last for p in inside if p.label == "normal"):
+    if not rules or any(p.start < first or p.stop > last for p in inside if p.label == "normal"):
         rules = sorted({*rules, "edge"})
     idle = [p.idle_util for p in inside if p.label == "anomaly" and math.isfinite(p.idle_util)]
     ratio = observed / explained if math.isfinite(explained) and explained > 0 else math.nan
