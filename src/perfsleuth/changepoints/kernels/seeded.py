@@ -61,7 +61,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Candidate", "Candidates", "Judged", "greedy", "prune", "refine", "seeded_candidates"]
+__all__ = [
+    "Candidate",
+    "Candidates",
+    "Judged",
+    "SplitMemo",
+    "greedy",
+    "prune",
+    "refine",
+    "seeded_candidates",
+]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -108,16 +117,64 @@ class Candidates:
 _FIELDS = ("index", "strength", "layer", "start", "stop")
 
 
+class SplitMemo:
+    """The best split of every seeded interval of one series searched so far, per layer: its
+    (interval starts, split, between-part sum of squares), starts increasing.
+
+    A noise round only rescales its series (z = y / σ), which moves no interval's best split
+    and scales every statistic by 1/σ²: so the rounds of one search look each interval up
+    here, in ``y``'s own units at a floor of threshold · σ², and split only those the earlier
+    rounds did not (a higher σ, as the long-run rounds after the short-range one have, needs
+    none)."""
+
+    def __init__(self) -> None:
+        self.layers: dict[int, tuple[IntArray, IntArray, FloatArray]] = {}
+
+    def best_splits(
+        self,
+        layer: int,
+        prefix: FloatArray,
+        starts: IntArray,
+        length: int,
+        min_size: int,
+        floor: float,
+        work: FloatArray,
+    ) -> tuple[IntArray, FloatArray, IntArray]:
+        """:func:`_best_splits` of ``starts``, from the memo where it has them."""
+        known = self.layers.get(layer)
+        if known is None:
+            fresh = starts
+        else:
+            at = np.searchsorted(known[0], starts)
+            seen = at < known[0].size
+            seen[seen] = known[0][at[seen]] == starts[seen]
+            fresh = starts[~seen]
+        if fresh.size or known is None:
+            split, value = _all_best_splits(prefix, fresh, length, min_size, work)
+            if known is not None:
+                order = np.argsort(np.concatenate([known[0], fresh]), kind="stable")
+                split = np.concatenate([known[1], split])[order]
+                value = np.concatenate([known[2], value])[order]
+                fresh = np.concatenate([known[0], fresh])[order]
+            known = (fresh, split, value)
+            self.layers[layer] = known
+        rows = np.searchsorted(known[0], starts)
+        kept = rows[known[2][rows] >= floor]
+        return known[1][kept], known[2][kept], known[0][kept]
+
+
 def seeded_candidates(
     y: FloatArray,
     min_size: int,
     threshold: Callable[[int], float],
     max_layer: int | None = None,
     sums: tuple[FloatArray, FloatArray] | None = None,
+    memo: SplitMemo | None = None,
 ) -> Candidates:
     """Best split of every seeded interval of ``y`` (n × d, noise in long-run units) whose
     ``z²`` reaches ``threshold(interval length)``; ``sums``: the cumulative sums of ``y`` and
-    of ``y²`` (n + 1 rows each, from 0), when the caller has them.
+    of ``y²`` (n + 1 rows each, from 0), when the caller has them; ``memo``: the splits found
+    in earlier calls on the same series (``sums``) at other thresholds.
 
     An interval whose sum of squares about its mean stays below the threshold is not searched:
     no split's between-part sum of squares exceeds it (the two parts' own are ≥ 0), and the
@@ -141,7 +198,10 @@ def seeded_candidates(
         starts = _layer_starts(n, length, layer)
         floor = threshold(length)
         starts = starts[_may_reach(prefix, squares, starts, length, floor, slack)]
-        found.append(_best_splits(prefix, starts, length, min_size, floor, work))
+        if memo is None:
+            found.append(_best_splits(prefix, starts, length, min_size, floor, work))
+        else:
+            found.append(memo.best_splits(layer, prefix, starts, length, min_size, floor, work))
         layers.append((layer, length))
         if length == shortest:
             break
@@ -213,15 +273,23 @@ def _best_splits(
 ) -> tuple[IntArray, FloatArray, IntArray]:
     """(split, its z², interval start) of each interval of ``starts`` whose best split reaches
     ``floor``."""
+    split, value = _all_best_splits(prefix, starts, length, min_size, work)
+    kept = np.flatnonzero(value >= floor)
+    return split[kept], value[kept], starts[kept]
+
+
+def _all_best_splits(
+    prefix: FloatArray, starts: IntArray, length: int, min_size: int, work: FloatArray
+) -> tuple[IntArray, FloatArray]:
+    """(split, its z²) of each interval of ``starts``."""
     if starts.size == 0:
-        return starts, np.zeros(0), starts
+        return starts, np.zeros(0)
     left, weight, share = _split_weights(length, min_size)
     if prefix.shape[1] == 1:
         best, value = _best_splits_1d(prefix[:, 0], starts, length, min_size, weight, share, work)
     else:
         best, value = _best_splits_nd(prefix, starts, length, left, weight)
-    kept = np.flatnonzero(value >= floor)
-    return starts[kept] + left[best[kept]], value[kept], starts[kept]
+    return starts + left[best], value
 
 
 @functools.lru_cache(maxsize=40)
