@@ -904,7 +904,9 @@ def find_change_points(
         # line through everything, a big shift can stay a ramp: so start from both and keep the
         # better description (BIC). The second start only matters when the first ends in few
         # change points, a monotone staircase or segments that lean (a within-segment slope
-        # of |t| > _LEAN_T, significant or not), which saves its searches otherwise.
+        # of |t| > _LEAN_T, significant or not) once its own slope is removed: a first start
+        # that found the trend inside its segments has not left it as a staircase (and its
+        # segments, less their common slope, cannot lean). That saves its searches otherwise.
         runs: dict[tuple[bytes, tuple[int, ...]], tuple[list[ChangePoint], ...]] = {}
 
         def searched(
@@ -922,9 +924,11 @@ def find_change_points(
         zero = _alternate(searched, adjusted, np.zeros(dims), accepted, rejected)
         slope, accepted, rejected = zero
         line = _significant_slopes(adjusted, [])
-        if line.any() and (
-            not accepted or _monotone(adjusted, accepted) or _sloped(adjusted, accepted)
-        ):
+        rest = _detrend(adjusted, slope)
+        trending = bool(line.any()) and (
+            not accepted or _monotone(rest, accepted) or _sloped(rest, accepted)
+        )
+        if trending:
             start = searched(line, [p.index for p in accepted])
             fits = [zero, _alternate(searched, adjusted, line, *start)]
             slope, accepted, rejected = min(fits, key=lambda fit: _bic(adjusted, *fit[:2]))
@@ -932,7 +936,7 @@ def find_change_points(
             # a rise over the whole series below the effect floor does not matter, and it
             # would swallow a small shift (one dropped for its size would look like a ramp)
             slope, accepted, rejected = flat
-        if slope.any():
+        if slope.any() or trending:
             slope, accepted, pruned = _prune_with_trend(adjusted, slope, accepted)
             rejected = [*rejected, *pruned]
     level = adjusted - np.outer(_ramp(n), slope)  # the piecewise-constant part (plus noise)
@@ -1057,10 +1061,13 @@ def _prune_with_trend(
     """Drop change points that BIC does not want once the slope is refitted without them.
 
     A slope a little off leaves ramps inside the segments, which the search then cuts, and
-    the alternation can settle on such a staircase-on-a-trend. Backward elimination removes
-    those cuts one at a time (the one whose removal lowers BIC most, refitting the slope)
-    while BIC falls. Only for trend models with few change points (the cost is quadratic in
-    their number).
+    the alternation can settle on such a staircase-on-a-trend; so can a search with no slope
+    at all, when the slope inside its steps is too weak to be removed (a cycle left in the
+    residuals inflates its standard error) and the cost of a long side is low. Backward
+    elimination removes those cuts one at a time (the one whose removal lowers BIC most, with
+    the slope refitted, which must then be significant: the trend takes the cut's place) while
+    BIC falls. Only for trend models with few change points (the cost is quadratic in their
+    number).
     """
     kept = sorted(accepted, key=lambda p: p.index)
     pruned: list[ChangePoint] = []
@@ -1072,8 +1079,9 @@ def _prune_with_trend(
         for i in range(len(kept)):
             rest = kept[:i] + kept[i + 1 :]
             refit = _significant_slopes(y, [p.index for p in rest])
-            options.append((_bic(y, refit, rest), i, refit))
-        best, i, refit = min(options, key=lambda o: o[0])
+            if refit.any():
+                options.append((_bic(y, refit, rest), i, refit))
+        best, i, refit = min(options, key=lambda o: o[0], default=(math.inf, -1, slope))
         if best >= current:
             break
         current, slope = best, refit
