@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.signal import lfilter
 
-from perfsleuth.changepoints.kernels import seeded
+from perfsleuth.changepoints.kernels import search, seeded
 from perfsleuth.changepoints.kernels.search import find_change_points
 from perfsleuth.errors import DataError
 
@@ -225,6 +225,21 @@ def test_seeded_intervals_left_out_could_not_reach_the_threshold() -> None:
         assert 0 < len(found) < len(every)
 
 
+def test_seeded_splits_looked_up_in_a_memo_are_those_found_afresh() -> None:
+    # the noise rounds of one search share a memo: whatever the order of the thresholds (a
+    # lower one splits intervals the earlier rounds left out), every round's candidates are
+    # those found without it
+    rng = np.random.default_rng(19)
+    noise = lfilter([1.0], [1.0, -0.6], rng.standard_normal(3000)) * 0.25
+    y = (noise + np.repeat([0.0, 1.5, 0.5], 1000))[:, None]
+    memo = seeded.SplitMemo()
+    for floor in (8.0, 30.0, 2.0, 8.0, 0.5):
+        fresh = seeded.seeded_candidates(y, 5, lambda length, f=floor: f)
+        looked_up = seeded.seeded_candidates(y, 5, lambda length, f=floor: f, memo=memo)
+        assert looked_up.rows() == fresh.rows()
+        assert len(fresh) > 0
+
+
 def test_greedy_keeps_the_strongest_candidate_whose_interval_holds_no_kept_point() -> None:
     # the definition, one candidate at a time: strongest first (then coarsest, then leftmost),
     # kept unless a kept point lies strictly inside its interval (a cut at its start does not)
@@ -357,3 +372,30 @@ def test_the_cost_of_a_point_follows_its_scale_and_the_noise_memory() -> None:
     # a memory longer than the blocks measured: the scale still rests on n / (longest block)
     # of them (φ .97 alone would say 15)
     assert _independent(n, [(0.0, 1.0, 0.97)], 0.98, 32) == pytest.approx(n / 32)
+
+
+def test_a_staircase_left_on_a_trend_by_the_search_with_no_slope_is_pruned() -> None:
+    # A step at 1,500 on a trend, with a cycle in the noise: cut also at 3,000, the slope
+    # inside the steps is not significant (t 2.9: the cycle inflates its standard error), so
+    # the search with no slope can end there; with the slope refitted (t 4.8) BIC drops the
+    # cut the trend explains. Without the trend, no point of a search with no slope goes:
+    # a cut is only dropped when a significant slope takes its place.
+    rng = np.random.default_rng(7)
+    n = 4000
+    t = np.arange(n)
+    noise = lfilter([1.0], [1.0, -0.6], rng.standard_normal(n))
+    step = 4.0 * (t >= 1500)
+    trending = (noise + 2.0 * np.sin(2 * np.pi * t / 50) + 3.0 * t / n + step)[:, None]
+
+    def point(index: int) -> search.ChangePoint:
+        return search.ChangePoint(index, 0, 0, 0, 0, 0, math.nan, 0, 0, n, (0.0,), (0.0,))
+
+    assert not search._significant_slopes(trending, [1500, 3000]).any()
+    slope, kept, pruned = search._prune_with_trend(
+        trending, np.zeros(1), [point(1500), point(3000)]
+    )
+    assert [p.index for p in kept] == [1500] and [p.index for p in pruned] == [3000]
+    assert slope[0] > 0
+    flat = (noise + step)[:, None]
+    slope, kept, pruned = search._prune_with_trend(flat, np.zeros(1), [point(1500), point(3000)])
+    assert [p.index for p in kept] == [1500, 3000] and not pruned and not slope.any()
