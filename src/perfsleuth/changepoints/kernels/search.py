@@ -1611,8 +1611,11 @@ class _Practical:
             dropped = []
             # The effect floor's noise σ comes from the finer, then the pruned fit; a survivor
             # is then moved to the best split between its final neighbours (a seeded interval's
-            # split can be a few observations off) and the survivors judged again.
-            for _ in range(_PRUNE_ROUNDS):
+            # split can be a few observations off) and the survivors judged again. Not in the
+            # short-range round: its points only say where the long-run noise is first
+            # measured, and the next round judges them again (a long series' first round
+            # prunes thousands of candidates to hundreds, and each pruning re-tests them all).
+            for _ in range(1 if top == 1 else _PRUNE_ROUNDS):
                 key = tuple(found)
                 if key not in residual_scales:  # the rounds often prune the same points
                     residual_scales[key] = _residual_scale(centred, [0, *found, n])
