@@ -119,47 +119,52 @@ _FIELDS = ("index", "strength", "layer", "start", "stop")
 
 class SplitMemo:
     """The best split of every seeded interval of one series searched so far, per layer: its
-    (interval starts, split, between-part sum of squares), starts increasing.
+    (interval starts, split, between-part sum of squares), starts increasing, and the lowest
+    floor searched at (every interval that may reach it has been split).
 
     A noise round only rescales its series (z = y / σ), which moves no interval's best split
     and scales every statistic by 1/σ²: so the rounds of one search look each interval up
     here, in ``y``'s own units at a floor of threshold · σ², and split only those the earlier
-    rounds did not (a higher σ, as the long-run rounds after the short-range one have, needs
-    none)."""
+    rounds did not. At a floor no lower than one searched before (a higher σ, as the long-run
+    rounds after the short-range one have) the candidates are the known splits that reach
+    it: an interval that may reach it could reach the lower one, and was split then."""
 
     def __init__(self) -> None:
-        self.layers: dict[int, tuple[IntArray, IntArray, FloatArray]] = {}
+        self.layers: dict[int, tuple[IntArray, IntArray, FloatArray, float]] = {}
 
     def best_splits(
         self,
         layer: int,
-        prefix: FloatArray,
+        sums: tuple[FloatArray, FloatArray, tuple[float, float]],
         starts: IntArray,
         length: int,
         min_size: int,
         floor: float,
         work: FloatArray,
     ) -> tuple[IntArray, FloatArray, IntArray]:
-        """:func:`_best_splits` of ``starts``, from the memo where it has them."""
+        """:func:`_best_splits` of the intervals of ``starts`` that may reach ``floor`` (``sums``:
+        the prefix sums of y and y² and their rounding bounds), from the memo where it has
+        them."""
         known = self.layers.get(layer)
-        if known is None:
-            fresh = starts
-        else:
-            at = np.searchsorted(known[0], starts)
-            seen = at < known[0].size
-            seen[seen] = known[0][at[seen]] == starts[seen]
-            fresh = starts[~seen]
-        if fresh.size or known is None:
+        if known is None or floor < known[3]:
+            prefix, squares, slack = sums
+            starts = starts[_may_reach(prefix, squares, starts, length, floor, slack)]
+            if known is None:
+                fresh = starts
+            else:
+                at = np.searchsorted(known[0], starts)
+                seen = at < known[0].size
+                seen[seen] = known[0][at[seen]] == starts[seen]
+                fresh = starts[~seen]
             split, value = _all_best_splits(prefix, fresh, length, min_size, work)
             if known is not None:
                 order = np.argsort(np.concatenate([known[0], fresh]), kind="stable")
                 split = np.concatenate([known[1], split])[order]
                 value = np.concatenate([known[2], value])[order]
                 fresh = np.concatenate([known[0], fresh])[order]
-            known = (fresh, split, value)
+            known = (fresh, split, value, floor)
             self.layers[layer] = known
-        rows = np.searchsorted(known[0], starts)
-        kept = rows[known[2][rows] >= floor]
+        kept = np.flatnonzero(known[2] >= floor)
         return known[1][kept], known[2][kept], known[0][kept]
 
 
@@ -197,11 +202,12 @@ def seeded_candidates(
     while length >= shortest and (max_layer is None or layer <= max_layer):
         starts = _layer_starts(n, length, layer)
         floor = threshold(length)
-        starts = starts[_may_reach(prefix, squares, starts, length, floor, slack)]
         if memo is None:
+            starts = starts[_may_reach(prefix, squares, starts, length, floor, slack)]
             found.append(_best_splits(prefix, starts, length, min_size, floor, work))
         else:
-            found.append(memo.best_splits(layer, prefix, starts, length, min_size, floor, work))
+            sums_slack = (prefix, squares, slack)
+            found.append(memo.best_splits(layer, sums_slack, starts, length, min_size, floor, work))
         layers.append((layer, length))
         if length == shortest:
             break
