@@ -399,3 +399,30 @@ def test_a_staircase_left_on_a_trend_by_the_search_with_no_slope_is_pruned() -> 
     flat = (noise + step)[:, None]
     slope, kept, pruned = search._prune_with_trend(flat, np.zeros(1), [point(1500), point(3000)])
     assert [p.index for p in kept] == [1500, 3000] and not pruned and not slope.any()
+
+
+def test_a_trend_found_by_the_first_start_is_not_searched_again_from_the_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a bump (up at 700, down at 1,400) on a trend: the search with no slope finds the bump,
+    # the slope inside its segments is then removed and refitted until it settles. Less that
+    # slope, the segments neither form a staircase nor lean, so the line through everything
+    # (which the bump tilts) is not a second start: three searches, not four
+    rng = np.random.default_rng(11)
+    n = 2000
+    t = np.arange(n)
+    x = lfilter([1.0], [1.0, -0.5], rng.standard_normal(n)) + 6.0 * t / n
+    x += 5.0 * ((t >= 700) & (t < 1400))
+    slopes: list[float] = []
+    run = search._Practical.run
+
+    def counted(self, level, slope=None, previous=None):  # type: ignore[no-untyped-def]
+        slopes.append(0.0 if slope is None else float(slope[0]))
+        return run(self, level, slope, previous)
+
+    monkeypatch.setattr(search._Practical, "run", counted)
+    found = find_change_points(x)
+    assert [abs(i - c) <= 3 for i, c in zip(found.indices, (700, 1400), strict=True)] == [True] * 2
+    assert found.trend[0] == pytest.approx(6.0 / n, rel=0.1)
+    line = float(search._significant_slopes(x[:, None], [])[0])
+    assert len(slopes) == 3 and line not in slopes

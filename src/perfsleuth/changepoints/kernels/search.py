@@ -1468,8 +1468,13 @@ class _Practical:
             ``points`` (the pruning's)."""
             pz = sums[0]
 
+            paid: dict[int, float] = {}  # the cost of each shorter side judged
+
             def costs(nl: int, nr: int) -> float:
-                return _cost(self.penalty, n, min(nl, nr), independent)
+                shorter = min(nl, nr)
+                if shorter not in paid:
+                    paid[shorter] = _cost(self.penalty, n, shorter, independent)
+                return paid[shorter]
 
             measured = sigma > 0
             unit = np.where(measured, sigma, 1.0)
