@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -13,6 +14,7 @@ from perfsleuth.segments.kernels.ownstep import (
     _shared_error,
     _wls,
     history_bar,
+    joint_steps,
     own_latency,
     own_steps,
     step_at,
@@ -68,6 +70,49 @@ def test_each_type_made_twice_as_heavy_steps_at_the_change(name: str) -> None:
     assert top.name == name and top.index == 200
     assert top.lasting and 1.6 <= top.ratio <= 2.5
     assert top.score >= step_bar(0.05, len(NAMES), 30 / 300, top.dof)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("pair", [("t1", "t3"), ("t0", "t2")])
+def test_two_types_changed_at_once_step_together_at_the_change(
+    seed: int, pair: tuple[str, str]
+) -> None:
+    latency, counts = busy_host(seed, changed=pair, factor=1.3)
+    rows = np.arange(300)
+    (joint,) = joint_steps(latency, counts, rows, [pair], names=NAMES, block=20, least=30)
+    assert joint.name == "+".join(pair) and abs(joint.index - 200) <= 1
+    assert joint.lasting and joint.ratio >= 1.2
+    # the pairs' bar: Bonferroni over the ten pairs of five types
+    assert joint.score >= step_bar(0.05, 10, 30 / 300, joint.dof, one_sided=True)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3, 4, 5])
+def test_the_dearest_type_changed_with_another_steps_once_that_one_is_no_yardstick(
+    seed: int,
+) -> None:
+    # t3's rise tilts t4's yardstick: alone, t4 seems to get faster; paired with t3 (each no
+    # yardstick for the other) both step up at the change
+    latency, counts = busy_host(seed, changed=("t3", "t4"), factor=1.3)
+    rows = np.arange(300)
+    alone = {s.name: s for s in own_steps(latency, counts, rows, names=NAMES, block=20, least=30)}
+    assert not (alone["t4"].index == 200 and alone["t4"].shift > 0)
+    (joint,) = joint_steps(latency, counts, rows, [("t3", "t4")], names=NAMES, block=20, least=30)
+    assert abs(joint.index - 200) <= 1 and joint.lasting and joint.ratio >= 1.2
+    assert joint.score >= step_bar(0.05, 10, 30 / 300, joint.dof, one_sided=True)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("sensitivity", [None, {"t1": 1.8}])
+def test_contention_and_mix_changes_alone_step_no_pair(
+    seed: int, sensitivity: dict[str, float] | None
+) -> None:
+    latency, counts = busy_host(seed, sensitivity=sensitivity)
+    pairs = list(itertools.combinations(NAMES, 2))
+    for joint in joint_steps(
+        latency, counts, np.arange(300), pairs, names=NAMES, block=20, least=30
+    ):
+        bar = step_bar(0.05, len(pairs), 30 / 300, joint.dof, one_sided=True)
+        assert not (joint.score >= bar and joint.lasting and joint.ratio >= 1.1), joint
 
 
 @pytest.mark.parametrize("seed", range(5))

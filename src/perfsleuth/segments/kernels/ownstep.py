@@ -56,7 +56,15 @@ from scipy.stats import t as t_dist
 from perfsleuth.errors import DataError
 from perfsleuth.segments.kernels.signature import _latency_counts
 
-__all__ = ["OwnStep", "history_bar", "own_latency", "own_steps", "step_at", "step_bar"]
+__all__ = [
+    "OwnStep",
+    "history_bar",
+    "joint_steps",
+    "own_latency",
+    "own_steps",
+    "step_at",
+    "step_bar",
+]
 
 FloatArray = NDArray[np.float64]
 
@@ -126,9 +134,11 @@ def _own_parts(
     names: Sequence[str],
     block: int,
     exclude: Sequence[str] = (),
+    only: Sequence[str] | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """:func:`own_latency`, and per type the common stretch its yardstick predicts for it,
-    ``g_t + h_t·(a_i − ā)``, as the windows beside each window saw it (:func:`_beside`)."""
+    ``g_t + h_t·(a_i − ā)``, as the windows beside each window saw it (:func:`_beside`).
+    ``only``: those types' columns only (the others' NaN, weight 0)."""
     log_r, w = _log_latency(latency, counts, names)
     unknown = sorted(set(exclude) - set(names))
     if unknown:
@@ -142,6 +152,8 @@ def _own_parts(
     stretch = np.zeros((m, k))
     x = level - _mean_level(level, w)
     for j in range(k):
+        if only is not None and names[j] not in only:
+            continue
         others = yardstick.copy()
         others[:, j] = 0.0
         g, h, variance = _window_fit(log_r - level, others, x, block, at=float(x[j]))
@@ -184,6 +196,65 @@ def own_steps(
     return tuple(sorted(out, key=lambda s: -s.score))
 
 
+def joint_steps(
+    latency: ArrayLike,
+    counts: ArrayLike,
+    rows: ArrayLike,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    names: Sequence[str],
+    block: int = 10,
+    least: int = 5,
+    each_score: float = 2.0,
+) -> tuple[OwnStep, ...]:
+    """Per pair of types, the split where their own latencies step the most **together** and
+    that step tested, as :func:`own_steps` tests one type's (named ``"a+b"``); only the pairs
+    whose types each step up there at least ``each_score`` standard errors.
+
+    Two types changed at once step at the same moment, and each is in the other's yardstick:
+    measured alone, each step is diluted by the other's (the common stretch rises with it)
+    and may fall below the bar while the two together stand far above it. Here each type of
+    the pair is measured with the other no yardstick, its sensitivity to the common stretch
+    taken out, and the two own latencies are pooled window by window (by their weights): one
+    series, whose step is searched and tested."""
+    r = np.asarray(latency, dtype=np.float64)
+    n = np.asarray(counts, dtype=np.float64)
+    part = np.asarray(rows, dtype=np.intp).reshape(-1)
+    out = []
+    for pair in pairs:
+        own, weight, stretch = _own_parts(
+            r[part], n[part], names, max(1, block // 2), exclude=pair, only=pair
+        )
+        cols = [list(names).index(name) for name in pair]
+        values = [np.nan_to_num(own[:, j]) for j in cols]
+        masses = [weight[:, j] for j in cols]
+        mass = masses[0] + masses[1]
+        if (mass > 0).sum() < 2 * least:
+            continue
+        searched = _pooled(
+            [
+                _partialled(v, m, stretch[:, c])
+                for v, m, c in zip(values, masses, cols, strict=True)
+            ],
+            masses,
+        )
+        value = _pooled(values, masses)
+        common = _pooled([stretch[:, c] for c in cols], masses)
+        x = _placed(searched, mass, _best_step(searched, mass, least), least, block)
+        # together, and each: both types step up there (not one type's step carrying the
+        # other's noise)
+        each = [
+            _step_test(v, m, x, block, stretch[:, c], searched=True)
+            for v, m, c in zip(values, masses, cols, strict=True)
+        ]
+        if any(e is None or e[0] <= 0 or e[1] < each_score for e in each):
+            continue
+        tested = _step_test(value, mass, x, block, common, searched=True)
+        if tested is not None:
+            out.append(OwnStep("+".join(pair), x, *tested))
+    return tuple(sorted(out, key=lambda s: -s.score))
+
+
 def step_at(
     latency: ArrayLike,
     counts: ArrayLike,
@@ -193,14 +264,15 @@ def step_at(
     names: Sequence[str],
     block: int = 10,
     exclude: Sequence[str] = (),
+    only: Sequence[str] | None = None,
 ) -> tuple[OwnStep, ...]:
     """Every type's step of its own latency at the given ``split`` of the windows ``rows``
     (offset into them; not searched for), the types ``exclude`` no yardstick; largest
-    ``score`` first."""
+    ``score`` first. ``only``: those types' steps only."""
     r = np.asarray(latency, dtype=np.float64)
     n = np.asarray(counts, dtype=np.float64)
     part = np.asarray(rows, dtype=np.intp).reshape(-1)
-    own, weight, stretch = _own_parts(r[part], n[part], names, max(1, block // 2), exclude)
+    own, weight, stretch = _own_parts(r[part], n[part], names, max(1, block // 2), exclude, only)
     out = []
     for j, name in enumerate(names):
         mass = weight[:, j]
@@ -416,6 +488,14 @@ def _placed(value: FloatArray, weight: FloatArray, x: int, least: int, block: in
     if (weight[local] > 0).sum() < 2 * least or hi - lo < 2 * least:
         return x
     return lo + _best_step(value[local], weight[local], least)
+
+
+def _pooled(values: Sequence[FloatArray], weights: Sequence[FloatArray]) -> FloatArray:
+    """The weighted mean of ``values`` window by window (0 where every weight is)."""
+    mass = np.sum(weights, axis=0)
+    total = np.sum([w * v for w, v in zip(weights, values, strict=True)], axis=0)
+    out: FloatArray = np.where(mass > 0, total / np.where(mass > 0, mass, 1.0), 0.0)
+    return out
 
 
 def _beside(stretch: FloatArray, seen: NDArray[np.bool_]) -> FloatArray:
