@@ -95,8 +95,9 @@ def application_steps(observe: Observer) -> Iterator[None]:
         least: int,
         *,
         at_end: bool = False,
+        **more: Any,
     ) -> tuple[int, str, bool] | None:
-        found = original(self, data, part, least, at_end=at_end)
+        found = original(self, data, part, least, at_end=at_end, **more)
         steps = own_steps(
             data.latency, data.counts, part, names=data.types, block=detector._block(data),
             least=least,
@@ -135,6 +136,7 @@ def traced_search(run: str, window_s: int, cpu: str) -> str:
                 f"    {s.name} at {clock(part[s.index])} ratio {s.ratio:.2f} t {s.score:+.2f} "
                 f"bar {bar:.2f} ({s.dof} dof) {'lasts' if s.lasting else 'fades'}"
                 + ("  PASS" if passed else "")
+                + ("  CUT" if found is not None and found[:2] == (s.index, s.name) else "")
             )
 
     with application_steps(observe):

@@ -128,6 +128,7 @@ from perfsleuth.segments.kernels.excess import excess_stretch, stretch_spread
 from perfsleuth.segments.kernels.ownstep import (
     OwnStep,
     history_bar,
+    joint_steps,
     own_steps,
     step_at,
     step_bar,
@@ -156,6 +157,9 @@ log = logging.getLogger(__name__)
 
 _SATURATED = 0.95  # a window at least this busy (share of the machine) is saturated
 _BLOCK_S = 20.0  # seconds of windows pooled per block in the signature's uncertainty
+# a type whose own latency steps up at least this many standard errors somewhere in the windows
+# searched is paired with the others that do (_joint_steps)
+_SCREEN = 2.0
 
 Stats = tuple[float, float, dict[str, float], dict[str, float]]
 
@@ -381,7 +385,7 @@ class SegmentDetector(DetectorMixin):
         episodes = self._anomalies(data, spans)
         # the search for changes of code leaves out what the CPU model's segmentation found
         # out of the ordinary, reported as an anomaly or not
-        groups, models, boundaries = self._reconcile(data, spans)
+        groups, models, boundaries = self._reconcile(data, spans, episodes)
         signatures = tuple(self._signature(data, _rows(g)) for g in groups)
         fitted = np.full(m, np.nan)
         for g, model in zip(groups, models, strict=True):
@@ -602,12 +606,18 @@ class SegmentDetector(DetectorMixin):
     # -- reconciliation -----------------------------------------------------------------------
 
     def _reconcile(
-        self, data: Windows, normal: list[tuple[int, int]]
+        self,
+        data: Windows,
+        normal: list[tuple[int, int]],
+        reported: list[tuple[int, int]] | None = None,
     ) -> tuple[list[tuple[tuple[int, int], ...]], list[CpuModel], list[Boundary]]:
         """Group consecutive normal spans into periods of one application (step 4 of the
-        module docstring) and name what changed between them."""
+        module docstring) and name what changed between them; ``reported``: the anomalies
+        reported."""
         groups, late = (
-            self._located(data, normal) if self.confirm else (self._merged(data, normal), set())
+            self._located(data, normal, reported or [])
+            if self.confirm
+            else (self._merged(data, normal), set())
         )
         boundaries = []
         for i in range(len(groups) - 1):
@@ -656,7 +666,10 @@ class SegmentDetector(DetectorMixin):
         return groups
 
     def _located(
-        self, data: Windows, normal: list[tuple[int, int]]
+        self,
+        data: Windows,
+        normal: list[tuple[int, int]],
+        reported: list[tuple[int, int]] | None = None,
     ) -> tuple[list[list[tuple[int, int]]], set[int]]:
         """Application changes: where one transaction type's own latency steps for good, by
         binary segmentation of the normal windows.
@@ -669,11 +682,17 @@ class SegmentDetector(DetectorMixin):
         (:meth:`_application_step`) cuts them, and both sides are searched again. Both sides
         of a cut last at least ``min_duration`` seconds. Returns the periods, each a list of
         spans, and the cuts found only by the end-of-data bar (:meth:`_application_step`).
+
+        A cut on the first normal window after windows left out (not ``reported`` as an
+        anomaly) is placed again among them (:meth:`_into_gap`): the change may have made
+        them out of the ordinary, and they join the period after it from where it is placed.
         """
         spans = sorted(normal)
         rows = _rows(spans)
         least = self._least(data)
         cuts: list[int] = []
+        named: dict[int, str] = {}  # offset into rows of each cut → its type(s), "t1+t3"
+        searched: dict[int, tuple[NDArray[np.intp], str]] = {}  # cut → windows searched, types
         late: set[int] = set()
         pending = [(0, len(rows))]
         while pending:
@@ -681,11 +700,20 @@ class SegmentDetector(DetectorMixin):
             part = rows[lo:hi]
             if len(part) < 2 * least:
                 continue
-            found = self._application_step(data, part, least, at_end=hi == len(rows))
+            # a part that ends at a cut: its step must last for good, to the end of the data
+            # (the types of the cuts after it no yardstick)
+            known = tuple(
+                sorted({t for c, name in named.items() if c >= hi for t in name.split("+")})
+            )
+            found = self._application_step(
+                data, part, least, at_end=hi == len(rows), beyond=rows[hi:], known=known
+            )
             if found is None:
                 continue
-            at, _, tentative = found
+            at, name, tentative = found
             cuts.append(int(part[at]))
+            named[lo + at] = name
+            searched[int(part[at])] = (part, name)
             if tentative:
                 # found by the end-of-data bars only: the windows before it were searched
                 # with it just now and no step passed the full bar; a cut this uncertain
@@ -694,7 +722,12 @@ class SegmentDetector(DetectorMixin):
                 late.add(int(part[at]))
                 continue
             pending += [(lo, lo + at), (lo + at, hi)]
-        marks = set(cuts)
+        placed = {
+            c: self._into_gap(data, searched[c][0], c, searched[c][1], reported or []) for c in cuts
+        }
+        spans = sorted(spans + [(p, c) for c, p in placed.items() if p < c])
+        marks = set(placed.values())
+        late = {placed[c] for c in late}
         pieces = []
         for a, b in spans:
             edges = [a, *sorted(c for c in marks if a < c < b), b]
@@ -706,6 +739,58 @@ class SegmentDetector(DetectorMixin):
             groups[-1].append((a, b))
         return [g for g in groups if g], late
 
+    def _into_gap(
+        self,
+        data: Windows,
+        part: NDArray[np.intp],
+        cut: int,
+        name: str,
+        reported: list[tuple[int, int]],
+    ) -> int:
+        """Where among the windows left out just before ``cut`` (none of them in a
+        ``reported`` anomaly) the change found there by the types ``name`` ("t0+t2" for a
+        pair) happened: the split of those windows, added to the windows ``part`` searched,
+        where the types' own latency steps most surely (sum of their t at that split, each of
+        a pair the other no yardstick; ties to the latest). ``cut`` itself when none was left
+        out. The CPU model's segmentation leaves out windows it finds out of the ordinary, and
+        the first seconds after a change of code can be (c16 1 s ``db``: the 25 s after
+        ``t0`` and ``t2`` doubled, a short segment with 8% less CPU than its neighbours'
+        models, not reported; the cut fell on the first window after them, 26 s late)."""
+        i = int(np.searchsorted(part, cut))
+        if i == 0 or part[i - 1] + 1 == cut:
+            return cut
+        gap = np.arange(int(part[i - 1]) + 1, cut)
+        inside = np.zeros(len(gap), dtype=bool)
+        for a, b in reported:
+            inside |= (gap >= a) & (gap < b)
+        # only the windows after the last one reported: the change and the cut meet there
+        if inside.any():
+            gap = gap[int(np.flatnonzero(inside)[-1]) + 1 :]
+        if len(gap) == 0:
+            return cut
+        rows = np.concatenate([part[:i], gap, part[i:]])
+        types = name.split("+")
+
+        def sureness(x: int) -> float:
+            total = 0.0
+            for t in types:
+                found = step_at(
+                    data.latency,
+                    data.counts,
+                    rows,
+                    x,
+                    names=data.types,
+                    block=_block(data),
+                    exclude=[u for u in types if u != t],
+                    only=[t],
+                )
+                total += sum(s.score for s in found if s.name == t)
+            return total
+
+        offsets = range(i, i + len(gap) + 1)  # the first window of the gap … the cut
+        best = max(offsets, key=lambda x: (sureness(x), x))
+        return int(rows[best])
+
     def _least(self, data: Windows) -> int:
         """Fewest windows on either side of an application change: ``min_duration`` seconds,
         and at least a model's worth."""
@@ -713,14 +798,26 @@ class SegmentDetector(DetectorMixin):
         return max(self._min_size(len(data.types)), seconds)
 
     def _application_step(
-        self, data: Windows, part: NDArray[np.intp], least: int, *, at_end: bool = False
+        self,
+        data: Windows,
+        part: NDArray[np.intp],
+        least: int,
+        *,
+        at_end: bool = False,
+        beyond: NDArray[np.intp] | None = None,
+        known: tuple[str, ...] = (),
     ) -> tuple[int, str, bool] | None:
         """Where in the windows ``part`` one type's own latency steps in a way only a change
         of code explains (offset into ``part``) and that type, or None. The step must reach
         :func:`step_bar` (searched over splits and types, at ``alpha``), slow the type's own
         latency down by at least ``min_change``, last (the later half of the windows after
         it keeps half of it). Of the steps that do, the most certain (largest t): which types
-        changed is the naming's question (:meth:`_own_named`), this one only places the cut."""
+        changed is the naming's question (:meth:`_own_named`), this one only places the cut.
+
+        ``beyond``: the windows after ``part`` to the end of the data (``part`` ends at a cut
+        found earlier). A change of code lasts for good, not only to the end of the windows
+        searched: the step must also last over ``part`` and ``beyond`` together, the types
+        ``known`` (those of the cuts in ``beyond``) no yardstick (:meth:`_for_good`)."""
         steps = own_steps(
             data.latency,
             data.counts,
@@ -749,6 +846,13 @@ class SegmentDetector(DetectorMixin):
         passing = [
             step for step in steps if passes(step, self._step_bar(step, len(steps), n, least))
         ]
+        passing += [
+            step
+            for step in self._joint_steps(data, part, least, steps)
+            if passes(step, self._step_bar(step, _pairs(len(data.types)), n, least))
+        ]
+        if beyond is not None and len(beyond):
+            passing = [s for s in passing if self._for_good(data, part, beyond, s, known)]
         tentative = False
         if not passing and at_end:
             # the end of the data: a step with under twice ``min_duration`` after it has too
@@ -764,6 +868,57 @@ class SegmentDetector(DetectorMixin):
         # +0.51 at t 7.6 cut 35 s before t0's real +0.46 at t 14.6)
         top = max(passing, key=lambda s: s.score)
         return top.index, top.name, tentative
+
+    def _joint_steps(
+        self, data: Windows, part: NDArray[np.intp], least: int, steps: tuple[OwnStep, ...]
+    ) -> tuple[OwnStep, ...]:
+        """The steps of pairs of types stepping together (:func:`joint_steps`), for the pairs of
+        the types whose own latency steps up somewhere in ``part`` at least ``_SCREEN``
+        standard errors (``steps``): a type changed with another is diluted, not hidden."""
+        up = [s.name for s in steps if s.shift > 0 and s.score >= _SCREEN]
+        if len(up) < 2:
+            return ()
+        return joint_steps(
+            data.latency,
+            data.counts,
+            part,
+            list(itertools.combinations(up, 2)),
+            names=data.types,
+            block=_block(data),
+            least=least,
+        )
+
+    def _for_good(
+        self,
+        data: Windows,
+        part: NDArray[np.intp],
+        beyond: NDArray[np.intp],
+        step: OwnStep,
+        known: tuple[str, ...],
+    ) -> bool:
+        """Whether ``step`` (found in ``part``) still lasts when the windows ``beyond`` it to
+        the end of the data are added: its type's own latency at the same split, the types
+        ``known`` to change later no yardstick (:func:`step_at`), keeps at least half of the
+        step in the later half of all the windows after it. Binary segmentation searches the
+        windows before a cut as if they were all the data; a mix that slows one type until
+        the change the cut found looks like a step that lasts there, and fades after it (r13
+        1 s ``db``: ``t3``'s own latency +0.28 in the two phases before ``t2``'s change, −0.11
+        after)."""
+        mine = step.name.split("+")
+        rows = np.concatenate([part, beyond])
+        found = step_at(
+            data.latency,
+            data.counts,
+            rows,
+            step.index,
+            names=data.types,
+            block=_block(data),
+            exclude=[name for name in known if name not in mine],
+            only=mine,
+        )
+        # a pair's step (t1+t3) lasts when each of its types' does
+        kept = {s.name for s in found if s.name in mine and s.lasting and s.shift > 0}
+        return kept == set(mine)
 
     def _step_bar(
         self,
@@ -1018,6 +1173,9 @@ class SegmentDetector(DetectorMixin):
             )
             return {s.name: s for s in found if s.name not in exclude}
 
+        def fit(s: OwnStep) -> bool:
+            return abs(s.score) >= bar and s.lasting and abs(s.ratio - 1.0) >= self.min_change
+
         changed: list[str] = []
         found: list[OwnStep] = []
         slower: str | None = None
@@ -1026,24 +1184,37 @@ class SegmentDetector(DetectorMixin):
             rising = [s for s in now.values() if s.shift > 0]
             if slower is None and rising:
                 slower = max(rising, key=lambda s: s.shift).name
-            fits = [
-                s
-                for s in now.values()
-                if abs(s.score) >= bar and s.lasting and abs(s.ratio - 1.0) >= self.min_change
-            ]
+            fits = [s for s in now.values() if fit(s)]
             if not fits:
                 break
             # a type that got slower is what an application change is about: the first type
             # found is one of them; then whichever explains the rest best
             slowed = [s.name for s in fits if s.shift > 0]
             names = slowed if not changed and slowed else [s.name for s in fits]
+            hypotheses: dict[tuple[str, ...], list[OwnStep]] = {(n,): [now[n]] for n in names}
+            if not changed:
+                # two types changed at once: each is in the other's yardstick, and the shadow
+                # a cheap type's rise casts on the dearest (the tilt) can explain more than
+                # either alone (c16: t0 and t2 doubled; t4 alone left the others' steps at a
+                # mean squared t of 114, t0 and t2 together at 4.8). A pair is a hypothesis
+                # when each of its types, the other no yardstick, got slower and fits
+                for pair in itertools.combinations(slowed, 2):
+                    each = [steps([other]).get(name) for name, other in (pair, pair[::-1])]
+                    if all(s is not None and s.shift > 0 and fit(s) for s in each):
+                        hypotheses[pair] = sorted(
+                            (s for s in each if s is not None), key=lambda s: -s.score
+                        )
 
-            def left(name: str) -> float:
-                rest = steps([*changed, name])
-                return sum(s.score**2 for s in rest.values())
+            def left(names: tuple[str, ...]) -> float:
+                # the others' steps once the types named are no yardstick (mean squared t:
+                # a pair leaves one type fewer)
+                rest = steps([*changed, *names])
+                return sum(s.score**2 for s in rest.values()) / max(len(rest), 1)
 
-            changed.append(min(names, key=left))
-            found.append(now[changed[-1]])
+            best = min(hypotheses, key=left)
+            for step in hypotheses[best]:
+                changed.append(step.name)
+                found.append(step)
         return found, slower
 
     # -- anomaly edges ------------------------------------------------------------------------
@@ -1224,6 +1395,11 @@ def _empty(detector: SegmentDetector) -> SegmentAnalysis:
         boundaries=(),
         fitted=nothing,
     )
+
+
+def _pairs(k: int) -> int:
+    """How many pairs of ``k`` types there are: the joint steps' Bonferroni."""
+    return max(1, k * (k - 1) // 2)
 
 
 def _block(data: Windows) -> int:
