@@ -1191,19 +1191,6 @@ class SegmentDetector(DetectorMixin):
             # found is one of them; then whichever explains the rest best
             slowed = [s.name for s in fits if s.shift > 0]
             names = slowed if not changed and slowed else [s.name for s in fits]
-            hypotheses: dict[tuple[str, ...], list[OwnStep]] = {(n,): [now[n]] for n in names}
-            if not changed:
-                # two types changed at once: each is in the other's yardstick, and the shadow
-                # a cheap type's rise casts on the dearest (the tilt) can explain more than
-                # either alone (c16: t0 and t2 doubled; t4 alone left the others' steps at a
-                # mean squared t of 114, t0 and t2 together at 4.8). A pair is a hypothesis
-                # when each of its types, the other no yardstick, got slower and fits
-                for pair in itertools.combinations(slowed, 2):
-                    each = [steps([other]).get(name) for name, other in (pair, pair[::-1])]
-                    if all(s is not None and s.shift > 0 and fit(s) for s in each):
-                        hypotheses[pair] = sorted(
-                            (s for s in each if s is not None), key=lambda s: -s.score
-                        )
 
             def left(names: tuple[str, ...]) -> float:
                 # the others' steps once the types named are no yardstick (mean squared t:
@@ -1211,7 +1198,30 @@ class SegmentDetector(DetectorMixin):
                 rest = steps([*changed, *names])
                 return sum(s.score**2 for s in rest.values()) / max(len(rest), 1)
 
+            hypotheses: dict[tuple[str, ...], list[OwnStep]] = {(n,): [now[n]] for n in names}
             best = min(hypotheses, key=left)
+            if not changed and any(s.shift > 0 and fit(s) for s in steps(list(best)).values()):
+                # the type that explains the steps best leaves another type slower: two types
+                # changed at once? Each is in the other's yardstick, and the shadow a cheap
+                # type's rise casts on the dearest (the tilt) can explain more than either
+                # alone (c16: t0 and t2 doubled; t4 alone left t2 at t +15.6 and the others'
+                # steps at a mean squared t of 114, t0 and t2 together at 4.8). A pair is a
+                # hypothesis when each of its types, the other no yardstick, got slower and
+                # stands out — alone, one may not (c17 5 s all: t4 +2.7, not lasting, beside
+                # t3; with t3 no yardstick +11.8). Only then: a pair has more freedom than a
+                # type (the two dearest types together undo the tilt a cheap type's change
+                # gives them: r01, t0 changed, leaves the others' steps smaller with t3 and
+                # t4 than with t0, whose steps none stands out once t0 is no yardstick)
+                pairs: dict[tuple[str, ...], list[OwnStep]] = {}
+                up = [s.name for s in now.values() if s.shift > 0]
+                for pair in itertools.combinations(up, 2):
+                    each = [steps([other]).get(name) for name, other in (pair, pair[::-1])]
+                    mine = [s for s in each if s is not None and s.shift > 0 and fit(s)]
+                    if len(mine) == 2:
+                        pairs[pair] = sorted(mine, key=lambda s: -s.score)
+                if pairs:
+                    hypotheses = pairs
+                    best = min(pairs, key=left)
             for step in hypotheses[best]:
                 changed.append(step.name)
                 found.append(step)
