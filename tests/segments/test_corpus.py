@@ -82,7 +82,8 @@ def test_tables_join_every_inner_window(run: str) -> None:
 # 5 s db, 5 s all and c11 5 s all, and held out (read after the change was decided) h02 1 s
 # and 5 s all, h07 x4. Ninth round (the most certain step cuts first): c14 1 s db, 5 s db
 # and 5 s all. Tenth round (pairs of types, steps that last for good, a cut placed among the
-# windows left out before it): the two-type runs c16 and c17 x4, and r13 1 s db.
+# windows left out before it): the two-type runs c16 and c17 x4, and r13 1 s db; c18 x4 (as
+# main's detector, d263324).
 QUIET = [("c09", 1, "db"), ("c09", 1, "all"), ("c09", 5, "db"), ("c09", 5, "all"),
          ("c11", 5, "all"),
          ("c01", 1, "all"), ("c01", 1, "db"), ("c01", 5, "all"), ("c01", 5, "db"),
@@ -98,7 +99,8 @@ QUIET = [("c09", 1, "db"), ("c09", 1, "all"), ("c09", 5, "db"), ("c09", 5, "all"
          ("c14", 1, "all"), ("c14", 1, "db"), ("c14", 5, "db"), ("c14", 5, "all"),
          ("c15", 1, "all"), ("c15", 1, "db"), ("c15", 5, "all"), ("c15", 5, "db"),
          ("c16", 1, "all"), ("c16", 1, "db"), ("c16", 5, "all"), ("c16", 5, "db"),
-         ("c17", 1, "all"), ("c17", 1, "db"), ("c17", 5, "all"), ("c17", 5, "db")]  # fmt: skip
+         ("c17", 1, "all"), ("c17", 1, "db"), ("c17", 5, "all"), ("c17", 5, "db"),
+         ("c18", 1, "all"), ("c18", 1, "db"), ("c18", 5, "all"), ("c18", 5, "db")]  # fmt: skip
 HELD = [("h02", 5, "db"), ("h02", 1, "db"), ("h02", 1, "all"), ("h02", 5, "all"),
         ("h07", 1, "all"), ("h07", 1, "db"), ("h07", 5, "all"), ("h07", 5, "db"),
         ("h01", 1, "all"), ("h01", 1, "db"), ("h01", 5, "all"), ("h01", 5, "db"),
@@ -129,7 +131,7 @@ PASSING = QUIET + HELD + HEAVY
 # (since issue 18's fifth round, whatever the application change does): every quiet and
 # heavy held-out run, r01 at 1 s, the starved runs but c03 at 5 s.
 HOG_FOUND = [(run, window_s) for run in ("c01", "c02", "c05", "c06", "c07", "c08", "c09",
-                                        "c10", "c13", "c14", "c15", "c16", "c17",
+                                        "c10", "c13", "c14", "c15", "c16", "c17", "c18",
                                         "h01", "h02", "h03", "h04",
                                         "h05", "h06", "h09", "h10", "h11", "h12",
                                         "r05", "r06", "r10", "r11", "r12", "r13", "r14")
@@ -222,18 +224,20 @@ def test_the_most_certain_step_cuts_first(window_s: int, cpu: str) -> None:
     assert len(changes) == 1, changes
 
 
-TWO_TYPES = [(run, w, cpu) for run in ("c16", "c17") for w in (1, 5) for cpu in ("db", "all")]
+TWO_TYPES = [
+    (run, w, cpu) for run in ("c16", "c17", "c18") for w in (1, 5) for cpu in ("db", "all")
+]
 
 
 @pytest.mark.parametrize(("run", "window_s", "cpu"), TWO_TYPES)
 def test_two_types_changed_at_once_are_named_both_and_first(
     run: str, window_s: int, cpu: str
 ) -> None:
-    """c16 (t0 and t2) and c17 (t3 and t4) made twice as heavy at once: one application
-    change, naming both types and nothing else. Alone, the type that explains the others'
-    steps best is a shadow (c16: t4, the dearest, tilted by t0, the cheapest) or leaves the
-    other changed type standing out; the pair, each of its types the other no yardstick,
-    explains them."""
+    """c16 (t0 and t2), c17 (t3 and t4), c18 (t1 and t2) made twice as heavy at once: one
+    application change, naming both types and nothing else. Alone, the type that explains the
+    others' steps best may be a shadow (c16: t4, the dearest, tilted by t0, the cheapest) or
+    leave the other changed type standing out; the pair, each of its types the other no
+    yardstick, explains them."""
     truth = RunTruth.read(CORPUS / run / "truth.json")
     findings = SegmentDetector().detect(_frame(run, window_s, cpu))
     score = score_run(findings, truth, hog_in_cpu=cpu == "all")
