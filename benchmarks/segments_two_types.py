@@ -109,12 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         "--without",
         nargs="*",
         default=[],
-        choices=["joint", "for-good"],
-        help="switch off the pairs' joint steps or the for-good check (the tenth round's)",
+        choices=["for-good"],
+        help="switch off the check that a step lasts for good (the tenth round's)",
     )
     args = parser.parse_args(argv)
-    if "joint" in args.without:
-        SegmentDetector._joint_steps = lambda *a, **k: ()  # type: ignore[method-assign]
     if "for-good" in args.without:
         SegmentDetector._for_good = lambda *a, **k: True  # type: ignore[method-assign]
     started = time.process_time()
