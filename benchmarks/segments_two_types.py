@@ -13,8 +13,8 @@ Per seed, the detector's application-change search
 (:meth:`~perfsleuth.segments.detector.SegmentDetector._located` on all the windows, as if none
 were anomalous) is run, and counted: the change found (a cut within 10 s of it; and whether
 the naming, :meth:`~perfsleuth.segments.detector.SegmentDetector._own_named` at that cut,
-names a changed type first and every changed type), found late or early (a cut, but none
-within 10 s), and false cuts (every other cut), for
+names a changed type first, every changed type, and a type that did not change), found late
+or early (a cut, but none within 10 s), and false cuts (every other cut), for
 
 * ``none``: nothing changed (false cuts only);
 * ``one``: one type changed (each seed its own, drawn);
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.process_time()
     for case in args.cases:
         for width in (1, 5):
-            found = late = false = first = every = 0
+            found = late = false = first = every = extra = 0
             offsets = []
             for seed in range(args.seeds):
                 pick = np.random.default_rng(10_000 + seed).permutation(len(NAMES))
@@ -132,13 +132,15 @@ def main(argv: list[str] | None = None) -> int:
                     names = named(data, near[0] // width) if near else []
                     first += bool(names) and names[0] in changed
                     every += set(changed) <= set(names)
+                    extra += bool(set(names) - set(changed))
                     late += bool(got) and not near
                     offsets += [min(got, key=lambda c: abs(c - at)) - at] if got else []
                 false += len(got) - min(len(near), 1)
             spread = " ".join(f"{o:+d}" for o in offsets if abs(o) > 10)
             print(
                 f"{case:<4} {width} s: found {found}/{args.seeds if case != 'none' else 0} "
-                f"(a changed type named first {first}, all named {every}), "
+                f"(a changed type named first {first}, all named {every}, another named "
+                f"{extra}), "
                 f"elsewhere only {late}, false cuts {false}"
                 + (f"; off by (s) {spread}" if spread else "")
             )
