@@ -52,8 +52,11 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    ``min_change``, beyond
    :func:`~perfsleuth.segments.kernels.ownstep.step_bar` (the split searched for, Bonferroni
    over the types, at ``alpha``), and **lasts** (the later half of the windows after it keeps
-   half the step); both sides last ``min_duration`` seconds; the most certain such step
-   (largest t) cuts first, then both sides are searched again. At the end of the data, when no step
+   half the step; where the windows searched end at an earlier cut, also with all the windows
+   after them to the end of the data: for good); both sides last ``min_duration`` seconds;
+   the most certain such step (largest t) cuts first, then both sides are searched again. A
+   cut on the first window after windows the segmentation left out (no anomaly reported) is
+   placed again among them. At the end of the data, when no step
    passes, a step with under twice ``min_duration`` after it is judged against the **end-of-data
    bar** (the splits that leave so little after them only, at ``alpha / 2``) — or, where the windows
    before it hold three minutes or more, against that bar with the error known together with **the
@@ -75,7 +78,9 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    the types, at least ``min_change``, lasting), one at a time by the hypothesis that explains
    the steps best — the type which, once it is no yardstick, leaves the other types' steps
    smallest (one type's change tilts the yardstick, so the type at the other end of the cost
-   range seems to move too); each type found is no yardstick for the next. When none does
+   range seems to move too); where that type leaves another slower, the pair of types that
+   does (two types changed at once are each in the other's yardstick); each type found is no
+   yardstick for the next. When none does
    (the paper's rule), the types whose CPU cost alone shifted
    (:func:`~perfsleuth.segments.kernels.cpumodel.shift_test`), else, tentatively, the type
    whose own latency rose most. Their CPU cost per transaction before and its shift after, with
