@@ -1185,7 +1185,11 @@ class SegmentDetector(DetectorMixin):
                     mine = [s for s in each if s is not None and s.shift > 0 and fit(s)]
                     if len(mine) == 2:
                         pairs[pair] = sorted(mine, key=lambda s: -s.score)
-                if pairs:
+                # and it must explain the steps better than that type and the one found after
+                # it would (either way: a type made faster makes the others seem slower)
+                second = [n for n, s in steps(list(best)).items() if fit(s)]
+                then = min((left((*best, n)) for n in second), default=math.inf)
+                if pairs and left(min(pairs, key=left)) < then:
                     hypotheses = pairs
                     best = min(pairs, key=left)
             for step in hypotheses[best]:
