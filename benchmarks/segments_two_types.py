@@ -41,9 +41,19 @@ SERVICE = np.array([0.002, 0.004, 0.005, 0.009, 0.040])
 
 
 def busy_host(
-    seed: int, changed: tuple[str, ...], factor: float, shock: float, noise: float
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Latency and counts per 1 s window, and the first window after the change."""
+    seed: int,
+    changed: tuple[str, ...],
+    factor: float,
+    shock: float,
+    noise: float,
+    hog: float = 0.0,
+    spread: float = 0.5,
+    spared: int = 0,
+) -> tuple[np.ndarray, np.ndarray, int, tuple[int, int]]:
+    """Latency and counts per 1 s window, the first window after the change, and the hog's
+    windows ``[start, stop)`` (empty when ``hog`` is 0): 60 s from 15–35 s into phase 2, 3
+    or 4 (as in the recorded runs), each type slowed by ``exp(N(hog, spread × hog))`` —
+    a hog slows some types more than others — but ``spared`` types (drawn) not at all."""
     rng = np.random.default_rng(seed)
     lengths = rng.integers(45, 56, size=9)
     edges = np.concatenate([[0], np.cumsum(lengths)])
@@ -63,7 +73,16 @@ def busy_host(
     at = int(edges[int(rng.integers(5, 8))])
     for name in changed:
         latency[at:, NAMES.index(name)] *= factor
-    return latency, counts, at
+    span = (0, 0)
+    if hog > 0:
+        # drawn from its own stream: the runs with and without a hog are otherwise the same
+        draw = np.random.default_rng(seed + 1_000_000)
+        start = int(edges[int(draw.integers(1, 4))] + draw.integers(15, 36))
+        span = (start, start + 60)
+        slowed = draw.normal(hog, spread * hog, size=len(NAMES))
+        slowed[draw.permutation(len(NAMES))[:spared]] = 0.0
+        latency[start : start + 60] *= np.exp(slowed)
+    return latency, counts, at, span
 
 
 def windows(latency: np.ndarray, counts: np.ndarray, width: int) -> Windows:
@@ -85,9 +104,16 @@ def windows(latency: np.ndarray, counts: np.ndarray, width: int) -> Windows:
     )
 
 
-def cuts(data: Windows) -> list[int]:
-    """The application changes' first windows the detector's search finds."""
-    groups, _ = SegmentDetector()._located(data, [(0, len(data.counts))])
+def cuts(data: Windows, anomaly: tuple[int, int] = (0, 0)) -> list[int]:
+    """The application changes' first windows the detector's search finds; ``anomaly``: the
+    windows ``[start, stop)`` the CPU segmentation judged an anomaly and reported (left out
+    of the search, as :meth:`~perfsleuth.segments.detector.SegmentDetector.analyse` leaves
+    them out), none when empty."""
+    m = len(data.counts)
+    a, b = anomaly
+    normal = [(0, a), (b, m)] if b > a else [(0, m)]
+    reported = [anomaly] if b > a else []
+    groups, _ = SegmentDetector()._located(data, [s for s in normal if s[1] > s[0]], reported)
     return [g[0][0] for g in groups[1:]]
 
 
@@ -112,20 +138,46 @@ def main(argv: list[str] | None = None) -> int:
         choices=["for-good"],
         help="switch off the check that a step lasts for good (the tenth round's)",
     )
+    parser.add_argument(
+        "--hog",
+        type=float,
+        default=0.0,
+        help="add a 60 s hog that slows each type by exp(N(HOG, SPREAD × HOG)) (0: none)",
+    )
+    parser.add_argument("--spread", type=float, default=0.5, help="see --hog")
+    parser.add_argument("--spared", type=int, default=0, help="types the hog does not slow")
+    parser.add_argument(
+        "--anomaly",
+        choices=["unseen", "reported"],
+        default="unseen",
+        help="the hog's windows searched as normal ones (its CPU not in the series, as in "
+        "`db`) or reported as an anomaly and left out (as in `all`)",
+    )
     args = parser.parse_args(argv)
     if "for-good" in args.without:
         SegmentDetector._for_good = lambda *a, **k: True  # type: ignore[method-assign]
     started = time.process_time()
     for case in args.cases:
         for width in (1, 5):
-            found = late = false = first = every = extra = 0
+            found = late = false = first = every = extra = at_hog = 0
             offsets = []
             for seed in range(args.seeds):
                 pick = np.random.default_rng(10_000 + seed).permutation(len(NAMES))
                 changed = tuple(NAMES[i] for i in pick[: {"none": 0, "one": 1, "two": 2}[case]])
-                latency, counts, at = busy_host(seed, changed, args.factor, args.shock, args.noise)
+                latency, counts, at, hog = busy_host(
+                    seed,
+                    changed,
+                    args.factor,
+                    args.shock,
+                    args.noise,
+                    args.hog,
+                    args.spread,
+                    args.spared,
+                )
                 data = windows(latency, counts, width)
-                got = [c * width for c in cuts(data)]
+                seen = args.anomaly == "reported"
+                anomaly = (hog[0] // width, -(-hog[1] // width)) if seen else (0, 0)
+                got = [c * width for c in cuts(data, anomaly)]
                 near = [c for c in got if abs(c - at) <= 10]
                 if changed:
                     found += bool(near)
@@ -136,12 +188,16 @@ def main(argv: list[str] | None = None) -> int:
                     late += bool(got) and not near
                     offsets += [min(got, key=lambda c: abs(c - at)) - at] if got else []
                 false += len(got) - min(len(near), 1)
+                at_hog += sum(
+                    1 for c in got if abs(c - at) > 10 and min(abs(c - e) for e in hog) <= 10
+                )
             spread = " ".join(f"{o:+d}" for o in offsets if abs(o) > 10)
             print(
                 f"{case:<4} {width} s: found {found}/{args.seeds if case != 'none' else 0} "
                 f"(a changed type named first {first}, all named {every}, another named "
                 f"{extra}), "
                 f"elsewhere only {late}, false cuts {false}"
+                + (f" ({at_hog} at the hog's edges)" if args.hog > 0 else "")
                 + (f"; off by (s) {spread}" if spread else "")
             )
     print(f"CPU {time.process_time() - started:.1f} s")
