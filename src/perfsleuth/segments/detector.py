@@ -133,7 +133,6 @@ from perfsleuth.segments.kernels.excess import excess_stretch, stretch_spread
 from perfsleuth.segments.kernels.ownstep import (
     OwnStep,
     history_bar,
-    joint_steps,
     own_steps,
     step_at,
     step_bar,
@@ -162,9 +161,6 @@ log = logging.getLogger(__name__)
 
 _SATURATED = 0.95  # a window at least this busy (share of the machine) is saturated
 _BLOCK_S = 20.0  # seconds of windows pooled per block in the signature's uncertainty
-# a type whose own latency steps up at least this many standard errors somewhere in the windows
-# searched is paired with the others that do (_joint_steps)
-_SCREEN = 2.0
 
 Stats = tuple[float, float, dict[str, float], dict[str, float]]
 
@@ -696,7 +692,7 @@ class SegmentDetector(DetectorMixin):
         rows = _rows(spans)
         least = self._least(data)
         cuts: list[int] = []
-        named: dict[int, str] = {}  # offset into rows of each cut → its type(s), "t1+t3"
+        named: dict[int, str] = {}  # offset into rows of each cut → its type
         searched: dict[int, tuple[NDArray[np.intp], str]] = {}  # cut → windows searched, types
         late: set[int] = set()
         pending = [(0, len(rows))]
@@ -707,9 +703,7 @@ class SegmentDetector(DetectorMixin):
                 continue
             # a part that ends at a cut: its step must last for good, to the end of the data
             # (the types of the cuts after it no yardstick)
-            known = tuple(
-                sorted({t for c, name in named.items() if c >= hi for t in name.split("+")})
-            )
+            known = tuple(sorted({name for c, name in named.items() if c >= hi}))
             found = self._application_step(
                 data, part, least, at_end=hi == len(rows), beyond=rows[hi:], known=known
             )
@@ -753,14 +747,13 @@ class SegmentDetector(DetectorMixin):
         reported: list[tuple[int, int]],
     ) -> int:
         """Where among the windows left out just before ``cut`` (none of them in a
-        ``reported`` anomaly) the change found there by the types ``name`` ("t0+t2" for a
-        pair) happened: the split of those windows, added to the windows ``part`` searched,
-        where the types' own latency steps most surely (sum of their t at that split, each of
-        a pair the other no yardstick; ties to the latest). ``cut`` itself when none was left
-        out. The CPU model's segmentation leaves out windows it finds out of the ordinary, and
-        the first seconds after a change of code can be (c16 1 s ``db``: the 25 s after
-        ``t0`` and ``t2`` doubled, a short segment with 8% less CPU than its neighbours'
-        models, not reported; the cut fell on the first window after them, 26 s late)."""
+        ``reported`` anomaly) the change the type ``name`` made there happened: the split of
+        those windows, added to the windows ``part`` searched, where its own latency steps
+        most surely (largest t; ties to the latest). ``cut`` itself when none was left out.
+        The CPU model's segmentation leaves out windows it finds out of the ordinary, and the
+        first seconds after a change of code can be (c16 1 s ``db``: the 25 s after ``t0``
+        and ``t2`` doubled, a short segment with 8% less CPU than its neighbours' models, not
+        reported; the cut fell on the first window after them, 26 s late)."""
         i = int(np.searchsorted(part, cut))
         if i == 0 or part[i - 1] + 1 == cut:
             return cut
@@ -774,23 +767,18 @@ class SegmentDetector(DetectorMixin):
         if len(gap) == 0:
             return cut
         rows = np.concatenate([part[:i], gap, part[i:]])
-        types = name.split("+")
 
         def sureness(x: int) -> float:
-            total = 0.0
-            for t in types:
-                found = step_at(
-                    data.latency,
-                    data.counts,
-                    rows,
-                    x,
-                    names=data.types,
-                    block=_block(data),
-                    exclude=[u for u in types if u != t],
-                    only=[t],
-                )
-                total += sum(s.score for s in found if s.name == t)
-            return total
+            found = step_at(
+                data.latency,
+                data.counts,
+                rows,
+                x,
+                names=data.types,
+                block=_block(data),
+                only=[name],
+            )
+            return sum(s.score for s in found)
 
         offsets = range(i, i + len(gap) + 1)  # the first window of the gap … the cut
         best = max(offsets, key=lambda x: (sureness(x), x))
@@ -851,11 +839,6 @@ class SegmentDetector(DetectorMixin):
         passing = [
             step for step in steps if passes(step, self._step_bar(step, len(steps), n, least))
         ]
-        passing += [
-            step
-            for step in self._joint_steps(data, part, least, steps)
-            if passes(step, self._step_bar(step, _pairs(len(data.types)), n, least))
-        ]
         if beyond is not None and len(beyond):
             passing = [s for s in passing if self._for_good(data, part, beyond, s, known)]
         tentative = False
@@ -874,25 +857,6 @@ class SegmentDetector(DetectorMixin):
         top = max(passing, key=lambda s: s.score)
         return top.index, top.name, tentative
 
-    def _joint_steps(
-        self, data: Windows, part: NDArray[np.intp], least: int, steps: tuple[OwnStep, ...]
-    ) -> tuple[OwnStep, ...]:
-        """The steps of pairs of types stepping together (:func:`joint_steps`), for the pairs of
-        the types whose own latency steps up somewhere in ``part`` at least ``_SCREEN``
-        standard errors (``steps``): a type changed with another is diluted, not hidden."""
-        up = [s.name for s in steps if s.shift > 0 and s.score >= _SCREEN]
-        if len(up) < 2:
-            return ()
-        return joint_steps(
-            data.latency,
-            data.counts,
-            part,
-            list(itertools.combinations(up, 2)),
-            names=data.types,
-            block=_block(data),
-            least=least,
-        )
-
     def _for_good(
         self,
         data: Windows,
@@ -909,7 +873,6 @@ class SegmentDetector(DetectorMixin):
         the change the cut found looks like a step that lasts there, and fades after it (r13
         1 s ``db``: ``t3``'s own latency +0.28 in the two phases before ``t2``'s change, −0.11
         after)."""
-        mine = step.name.split("+")
         rows = np.concatenate([part, beyond])
         found = step_at(
             data.latency,
@@ -918,12 +881,10 @@ class SegmentDetector(DetectorMixin):
             step.index,
             names=data.types,
             block=_block(data),
-            exclude=[name for name in known if name not in mine],
-            only=mine,
+            exclude=[name for name in known if name != step.name],
+            only=[step.name],
         )
-        # a pair's step (t1+t3) lasts when each of its types' does
-        kept = {s.name for s in found if s.name in mine and s.lasting and s.shift > 0}
-        return kept == set(mine)
+        return any(s.lasting and s.shift > 0 for s in found)
 
     def _step_bar(
         self,
@@ -1414,11 +1375,6 @@ def _empty(detector: SegmentDetector) -> SegmentAnalysis:
         boundaries=(),
         fitted=nothing,
     )
-
-
-def _pairs(k: int) -> int:
-    """How many pairs of ``k`` types there are: the joint steps' Bonferroni."""
-    return max(1, k * (k - 1) // 2)
 
 
 def _block(data: Windows) -> int:

@@ -250,31 +250,9 @@ def joint_steps(
         if any(e is None or e[0] <= 0 or e[1] < each_score for e in each):
             continue
         tested = _step_test(value, mass, x, block, common, searched=True)
-        if tested is not None and _settled(value, mass, x, common, tested[0]):
+        if tested is not None:
             out.append(OwnStep("+".join(pair), x, *tested))
     return tuple(sorted(out, key=lambda s: -s.score))
-
-
-def _settled(
-    value: FloatArray, weight: FloatArray, x: int, common: FloatArray, step: float
-) -> bool:
-    """Whether the earlier half of the windows before ``x`` lies below the windows after it by
-    at least half of ``step`` (``value`` less its sensitivity to the ``common`` stretch, as
-    :func:`_step_test` measures it) — ``lasting``'s rule, on the other side of the step.
-
-    A change of code splits the data into old and new for good: all the windows before it,
-    not only the last, are the old code. The end of a stretch that lowered a pair of types'
-    own latency — a hog slows some types more than others, so against the yardstick the
-    others seem faster under it — is a step up that lasts to the end of the data, but the
-    windows long before the hog sit where the windows after it do."""
-    value = _partialled(value, weight, common, np.arange(len(value)) < x)
-    early, after = slice(0, x // 2), slice(x, len(value))
-    mass_early, mass_after = float(weight[early].sum()), float(weight[after].sum())
-    if mass_early <= 0 or mass_after <= 0:
-        return True
-    gap = float(weight[after] @ value[after]) / mass_after
-    gap -= float(weight[early] @ value[early]) / mass_early
-    return gap * step > 0 and abs(gap) >= 0.5 * abs(step)
 
 
 def step_at(
