@@ -1,6 +1,6 @@
 """Changes as unusually large innovations (Tsay 1988; Chen & Liu 1993): an idea for
-random-walk-like short series, measured and not adopted (``docs/changepoints.md``, "What did
-not work").
+random-walk-like short series, measured and not adopted (``docs/changepoints-history.md``,
+"What did not work", second round).
 
 The series is put through the default search's skewness-removing transform, filtered by the
 noise's AR(1) φ (from first differences, as the search measures it), ``e_t = y_t − φ y_{t−1}``,

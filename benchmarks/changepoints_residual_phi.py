@@ -3,9 +3,9 @@
 The default search tests a split at the lag-1 autocorrelation of its segment under "no change"
 (the paper's), which includes the step itself and anything else the segment holds (a decay, a
 drift): on the short corpus's tuning half the cholera onset and Eisenhower's inauguration fail
-the test alone with φ .88 and .77 (``docs/changepoints.md``, the corpus round). The alternative
-looked at here is the lag-1 autocorrelation of the residuals about the split's two means (the
-product across the split left out, :func:`perfsleuth.changepoints.kernels.search.
+the test alone with φ .88 and .77 (``docs/changepoints-history.md``, the corpus round). The
+alternative looked at here is the lag-1 autocorrelation of the residuals about the split's two
+means (the product across the split left out, :func:`perfsleuth.changepoints.kernels.search.
 residual_lag1_autocorrelation`). Under no change it is biased low at the *optimal* split (the
 split absorbs the noise's slowest wander) and it falls as T rises, so looking the FPA critical
 value up at it is not a test of size α. Its offsets δ_res are simulated here exactly as the

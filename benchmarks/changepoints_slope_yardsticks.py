@@ -1,7 +1,7 @@
 """Yardsticks for a trend's slope: does any tell a spurious M/M/1 slope from a real one?
 
 The trend start built from the points the no-slope search proposed (seventh round of
-``docs/changepoints.md``; ``/work/notes/candslope.patch``) finds the approval ratings' falls
+``docs/changepoints-history.md``; ``/work/notes/candslope.patch``) finds the approval ratings' falls
 but gives M/M/1 response times at ρ = .8, N = 1,000 false trends: with it, 400 series of
 ``scripts/reproduce_berry_hellerstein.py --defaults-fp`` gave ten more series with a point
 (39 → 49), each ending with a slope and 1–2 points (``MM1_SPURIOUS``: series number and the

@@ -1,5 +1,5 @@
 """Why the trend's BIC drops the real-shaped series' true shifts (ninth round of
-``docs/changepoints.md``).
+``docs/changepoints-history.md``).
 
 ``benchmarks/changepoints.py``'s real-shaped series with two shifts (10⁵ and 10⁶ readings) are
 cut at both true shifts by every search, but ``search._prune_with_trend`` (BIC, "segment means +

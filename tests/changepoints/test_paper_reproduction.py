@@ -72,14 +72,15 @@ def test_default_false_positive_rate_on_mm1(bh: ModuleType, n: int, rho: float) 
     judged between its neighbours by the FPA test with its segment's null φ, practical floors
     and penalty, Yeo–Johnson transform against skewness) on M/M/1 response times with no change.
 
-    Measured with the script's seeds (400 series per cell, ``docs/changepoints.md``): ρ = .8
-    gives .052 at N = 100 and .092 at N = 1000 since the test's null φ is the larger of the
-    segment's lag-1 autocorrelations on the symmetrised scale and the series' own (before:
-    .098 and .177, expected failures: the transform lowers the lag-1 autocorrelation of M/M/1
-    response times more than their persistence, .88 against .96). The bound is α + 3
-    binomial SE (.083), and the issue's bar (.10) at N = 1000, ρ = .8. Since a point's cost
-    follows its scale (penalty × 2 ln(e n / m), raised for a long-run scale resting on few
-    independent observations): .050 and .0975 (docs, the power round).
+    Measured with the script's seeds (400 series per cell, ``docs/changepoints-history.md``,
+    M/M/1): ρ = .8 gives .052 at N = 100 and .092 at N = 1000 since the test's null φ is the
+    larger of the segment's lag-1 autocorrelations on the symmetrised scale and the series'
+    own (before: .098 and .177, expected failures: the transform lowers the lag-1
+    autocorrelation of M/M/1 response times more than their persistence, .88 against .96).
+    The bound is α + 3 binomial SE (.083), and the issue's bar (.10) at N = 1000, ρ = .8.
+    Since a point's cost follows its scale (penalty × 2 ln(e n / m), raised for a long-run
+    scale resting on few independent observations): .050 and .0975 (the history's power
+    round; the current cells: ``docs/changepoints.md``, "M/M/1").
     """
     rate = bh.false_positives(n, rho, 400, methods=("defaults",), metrics=("response",))
     assert rate["defaults", "response"].p <= (0.10 if (n, rho) == (1000, 0.8) else 0.083)
