@@ -9,7 +9,7 @@ long, its level, the spread, their ratio, whether it was kept and whether it ove
 hog (else a kept one is a false anomaly) — and, as a diagnostic the detector does not use,
 ``unseen``: the ratio against the spread of the model's misses on tiles of normal windows
 as long, each left out of the fit in turn (how far the model misses windows it has not
-seen; tried and removed in issue 18's eighth round, see docs/segments.md). Runs whose
+seen; tried and removed in issue 18's eighth round, see docs/segments-history.md). Runs whose
 normal windows are one span or none print ``-`` there.
 
 Usage::

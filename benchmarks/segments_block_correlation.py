@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """How long a shock to a type's own latency lasts: the autocorrelation of the block residuals
-of the own-latency step test, pooled over the recorded corpus (docs/segments.md, fifth round).
+of the own-latency step test, pooled over the recorded corpus (docs/segments-history.md, fifth
+round).
 
 For every configuration of ``benchmarks/data/segments/`` (as :mod:`segments_accuracy` reads
 it) the detector runs as usual; each own-latency step test

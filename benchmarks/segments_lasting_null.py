@@ -2,7 +2,7 @@
 """A scan for lasting excess on a designed null and with a small hog (issue 18, tenth round).
 
 Series like the CPU model's misses on the recorded heavy runs (``benchmarks/segments_anomaly_
-trace.py``; ``docs/segments.md``): 480 one-second windows, AR(1) noise (``rho``, sd
+trace.py``; ``docs/segments-history.md``): 480 one-second windows, AR(1) noise (``rho``, sd
 ``sd``), a miss per mix phase of 50 s (sd ``mix``), and a burst of 5 s at each phase start
 (``burst`` of a core, a pgbench restart). With no hog, how often the scan (a window's
 excess tamed at 3 robust sd, :func:`lasting_stretch` from 30 s with 30 s of data either
@@ -13,7 +13,7 @@ often it finds it with both edges within 10 s (its power).
 The scan was the anomaly stage's for a round (``SegmentDetector._lasting``, the commit
 "Segments: a scan for lasting excess the segmentation left finds a tenth of a core for a
 minute", reverted): on the held-out halves it added five false anomalies, as a test at a few
-percent per run does (docs/segments.md, tenth round). Its functions are kept here so that
+percent per run does (docs/segments-history.md, tenth round). Its functions are kept here so that
 these numbers can be reproduced.
 
 Usage::

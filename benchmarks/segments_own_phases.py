@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Why an application change was found where there was none: each type's own latency per phase,
-and the own-latency search step by step (docs/segments.md, "False application changes").
+and the own-latency search step by step (docs/segments-history.md, "False application changes").
 
 For each configuration ``RUN:WINDOW_S:CPU`` of the recorded corpus (``benchmarks/data/
 segments/``), as :mod:`segments_accuracy` reads it:
