@@ -66,13 +66,13 @@ def judged(lines: list[dict[str, Any]]) -> Iterator[None]:
 
     def wrapper(
         self: detector.SegmentDetector, data: Any, spans: list[tuple[int, int]]
-    ) -> list[tuple[int, int]]:
-        kept = original(self, data, spans)
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        kept, bursts = original(self, data, spans)
         m = len(data.cpu)
         episodes = detector._gaps(spans, m)
         normal = detector._rows(spans) if spans else np.empty(0, dtype=np.intp)
         if len(normal) < 2 * (len(data.types) + 2):
-            return kept
+            return kept, bursts
         design = np.column_stack([data.width, data.counts])
         beta, *_ = np.linalg.lstsq(design[normal], data.cpu[normal], rcond=None)
         excess = data.cpu - design @ beta
@@ -98,9 +98,10 @@ def judged(lines: list[dict[str, Any]]) -> Iterator[None]:
                     ratio=level / spread if spread > 0 else math.nan,
                     unseen=level / unseen if unseen > 0 else math.nan,
                     kept=any(x <= s and e <= y for x, y in kept),
+                    burst=any(x <= s and e <= y for x, y in bursts),
                 )
             )
-        return kept
+        return kept, bursts
 
     detector.SegmentDetector._anomalies = wrapper  # type: ignore[method-assign]
     try:
@@ -124,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{run:<4} {window_s}s {cpu:<3} {x['start']:%H:%M:%S} "
                 f"{x['seconds']:>5.0f} s "
                 f"level {x['level']:+.3f} ratio {x['ratio']:6.1f} unseen "
-                f"{x['unseen']:6.1f} {'kept' if x['kept'] else 'not kept'} "
+                f"{x['unseen']:6.1f} "
+                f"{'kept' if x['kept'] else 'a burst' if x['burst'] else 'not kept'} "
                 f"{'hog' if hog else 'away from the hog'}".replace(" nan", "   -")
             )
     return 0

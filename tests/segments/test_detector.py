@@ -494,3 +494,24 @@ def test_on_a_saturated_host_a_change_of_mix_alone_is_no_application_change() ->
     analysis = SegmentDetector().analyse(_queued((), 0))
     assert not [b for b in analysis.boundaries if b.kind == "application_change"]
     assert analysis.episodes == ()
+
+
+def test_a_burst_of_a_few_seconds_is_counted_not_reported() -> None:
+    # 1 s windows: three seconds of 0.6-0.9 of a core (a client reconnecting) is a burst,
+    # counted in a warning; a hog of a minute in the same run is still an anomaly
+    phases = [
+        Phase(120, SHOP, [30.0], wander=0.5),
+        Phase(3, SHOP, [30.0], wander=0.5, hog=(0.6, 0.9)),
+        Phase(120, SHOP, [30.0], wander=0.5),
+        Phase(60, SHOP, [30.0], wander=0.5, hog=(0.6, 0.9)),
+        Phase(120, SHOP, [30.0], wander=0.5),
+    ]
+    for seed in range(3):
+        frame = simulate_segments(phases, window_s=1.0, seed=seed).frame
+        analysis = SegmentDetector().analyse(frame)
+        ((start, stop),) = analysis.episodes
+        assert abs(start - 243) <= 2 and abs(stop - 303) <= 2
+        (burst,) = [w for w in analysis.warnings if "burst" in w]
+        assert burst.startswith("1 burst(s)")
+        short = SegmentDetector(min_anomaly=0.0).analyse(frame)
+        assert short.episodes[0][0] in range(119, 124)  # with no floor it is an anomaly

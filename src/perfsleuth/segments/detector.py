@@ -317,6 +317,9 @@ class SegmentDetector(DetectorMixin):
         change with less data after it is reported as a warning.
     threshold
         Standard errors of excess CPU, against the neighbouring models, for the residual rule.
+    min_anomaly
+        Seconds: an excess of CPU shorter than this is a **burst** (a client reconnecting, a
+        CPU sample that lands a window late), counted in a warning, not an anomaly.
     alpha
         Level of the F-tests (stepwise selection, reconciliation) and of the signature's
         "stands out" (a type's change beyond the two-sided normal quantile at ``alpha``).
@@ -346,6 +349,7 @@ class SegmentDetector(DetectorMixin):
     min_windows: int = Field(default=0, ge=0)
     min_duration: float = Field(default=30.0, ge=0.0)
     threshold: float = Field(default=4.0, gt=0.0)
+    min_anomaly: float = Field(default=15.0, ge=0.0)
     alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
     min_change: float = Field(default=0.1, ge=0.0)
     confidence: float = Field(default=0.95, gt=0.0, lt=1.0)
@@ -383,7 +387,10 @@ class SegmentDetector(DetectorMixin):
         pieces = self._classify(data, seg)
         spans = _extend([(p.start, p.stop) for p in pieces if _hosts(p)], pieces)
         spans = self._refine(data, spans, max(1, self._min_size(k) // 2))
-        episodes = self._anomalies(data, spans)
+        episodes, bursts = self._anomalies(data, spans)
+        if bursts:
+            warnings.append(_bursts_warning(data, bursts, self.min_anomaly))
+            log.warning("%s: %s", self.entity, warnings[-1])
         # the search for changes of code leaves out what the CPU model's segmentation found
         # out of the ordinary, reported as an anomaly or not
         groups, models, boundaries = self._reconcile(data, spans, episodes)
@@ -1248,10 +1255,13 @@ class SegmentDetector(DetectorMixin):
             out.append((a, b))
         return out
 
-    def _anomalies(self, data: Windows, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """The anomalies, ``[start, stop)`` window ranges in order: the stretches the normal
-        ``spans`` leave, each placed, and kept, by its excess over one CPU model of all the
-        normal windows (:mod:`~perfsleuth.segments.kernels.excess`).
+    def _anomalies(
+        self, data: Windows, spans: list[tuple[int, int]]
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """The anomalies and the bursts, ``[start, stop)`` window ranges in order: the
+        stretches the normal ``spans`` leave, each placed, and kept, by its excess over one CPU
+        model of all the normal windows (:mod:`~perfsleuth.segments.kernels.excess`); one
+        that lasts under ``min_anomaly`` seconds is a burst.
 
         Each stretch is searched again, with ``min_duration`` seconds either side (not into
         another), for the stretch whose excess explains the windows best
@@ -1265,14 +1275,14 @@ class SegmentDetector(DetectorMixin):
         episodes = _gaps(spans, m)
         normal = _rows(spans) if spans else np.empty(0, dtype=np.intp)
         if len(normal) < 2 * (len(data.types) + 2):
-            return episodes
+            return episodes, []
         design = np.column_stack([data.width, data.counts])
         beta, *_ = np.linalg.lstsq(design[normal], data.cpu[normal], rcond=None)
         excess = data.cpu - design @ beta
         rate = excess / data.width
         noise = float(np.std(rate[normal]))  # the model's misses on normal windows, mixes' too
         if not noise > 0:
-            return episodes
+            return episodes, []
         width = float(np.median(data.width))
 
         def anomalous(s: int, e: int) -> bool:
@@ -1291,7 +1301,11 @@ class SegmentDetector(DetectorMixin):
             s, e = excess_stretch(rate, noise, lo, hi)
             if e > s and anomalous(s, e):
                 kept.append((s, e))
-        return _merged(kept)
+        # a few seconds of CPU at a client's restart is no episode of interference; judged
+        # after merging, so that a hog found in pieces still counts its whole length
+        kept = _merged(kept)
+        bursts = [(s, e) for s, e in kept if data.seconds(s, e) < self.min_anomaly]
+        return [k for k in kept if k not in bursts], bursts
 
     def _outlier(self, data: Windows, i: int, model: CpuModel) -> bool:
         """Whether ``model`` leaves window i at least ``threshold`` residual standard deviations
@@ -1346,6 +1360,18 @@ def cpu_warnings(data: Windows, alpha: float = 0.05) -> list[str]:
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
+
+
+def _bursts_warning(data: Windows, bursts: list[tuple[int, int]], least: float) -> str:
+    """The sentence that counts the bursts: where they were and how much CPU they carried."""
+    where = ", ".join(
+        f"{np.datetime_as_string(data.start[s], unit='s')} ({data.seconds(s, e):g} s)"
+        for s, e in bursts
+    )
+    return (
+        f"{len(bursts)} burst(s) of CPU the transactions do not explain, each under "
+        f"{least:g} s, not reported as anomalies: {where}"
+    )
 
 
 def _readonly(a: NDArray[Any]) -> NDArray[Any]:
