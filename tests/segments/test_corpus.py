@@ -304,3 +304,22 @@ def test_the_hog_is_found_where_its_cpu_is_in_the_series(run: str, window_s: int
     findings = SegmentDetector().detect(_frame(run, window_s, "all"))
     score = score_run(findings, truth, hog_in_cpu=True)
     assert score.hog_found, score
+
+
+# Issue 18, thirteenth round: a CPU burst of a few seconds at a phase start (pgbench restarted:
+# a sample of 0.0 then 1.6-1.8 cores at 1 s; seconds with no transaction logged while the
+# database works) was a false anomaly in each of these tuned configurations; it is now counted
+# in a warning, and the configuration has no false anomaly.
+BURSTS = [("c08", 1, "all"), ("c08", 1, "db"), ("c15", 1, "all"), ("c15", 5, "db"),
+          ("c14", 1, "db"), ("c04", 1, "db"), ("r07", 5, "all"), ("r09", 1, "all")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("run", "window_s", "cpu"), BURSTS)
+def test_a_burst_at_a_phase_start_is_counted_not_reported(
+    run: str, window_s: int, cpu: str
+) -> None:
+    truth = RunTruth.read(CORPUS / run / "truth.json")
+    analysis = SegmentDetector().analyse(_frame(run, window_s, cpu))
+    score = score_run(list(analysis.findings), truth, hog_in_cpu=cpu == "all")
+    assert score.false_anomalies == 0, score
+    assert any("burst(s) of CPU" in w for w in analysis.warnings)
