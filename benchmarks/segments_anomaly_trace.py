@@ -5,8 +5,9 @@
 its excess over one CPU model of all the normal windows and keeps it when its mean excess
 per second (``level``) is ``threshold`` times the spread of that model's misses over every
 other stretch as long (``spread``, in sample). This prints, per stretch: where it is, how
-long, its level, the spread, their ratio, whether it was kept and whether it overlaps the
-hog (else a kept one is a false anomaly) — and, as a diagnostic the detector does not use,
+long, its level, the spread, their ratio, whether it was kept (or kept but shorter than
+``min_anomaly``: a burst, counted in a warning) and whether it overlaps the hog (else a kept
+one is a false anomaly) — and, as a diagnostic the detector does not use,
 ``unseen``: the ratio against the spread of the model's misses on tiles of normal windows
 as long, each left out of the fit in turn (how far the model misses windows it has not
 seen; tried and removed in issue 18's eighth round, see docs/segments-history.md). Runs whose
