@@ -39,7 +39,9 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    likelihood, window by window, not where a segment happened to be cut), reported as a
    ``workload_anomaly`` when its mean excess is ``threshold`` times the model's spread over
    every other stretch as long as it — a neighbour's model, fitted on one mix, misses the
-   next mix by 10–60% on a busy host; one model of all the mixes misses each by less.
+   next mix by 10–60% on a busy host; one model of all the mixes misses each by less. A kept
+   stretch under ``min_anomaly`` seconds is a **burst** (a client reconnecting, a CPU sample
+   a window late): counted in a warning, not reported.
 4. **finds the application changes** in the normal windows (the segmentation's anomalous
    stretches left out, whether reported or not) by binary
    segmentation of each type's **own latency**
