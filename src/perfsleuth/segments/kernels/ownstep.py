@@ -64,6 +64,7 @@ __all__ = [
     "own_steps",
     "step_at",
     "step_bar",
+    "window_gain",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -161,9 +162,23 @@ def _own_parts(
         own[ok, j] = log_r[ok, j] - level[j] - (g[ok] + h[ok] * x[j])
         stretch[:, j] = _beside(g + h * x[j], others.sum(axis=1) > 0)
         # the type's own mean and the yardstick's fit are both noisy: weigh by the inverse
-        # of their variances added (in transactions' worth)
-        weight[ok, j] = 1.0 / (1.0 / w[ok, j] + variance[ok])
+        # of their variances added (in transactions' worth), times what the window can show
+        # of a change of the type's level at all (its gain, squared)
+        gain = _gain(log_r - level, others, x)
+        weight[ok, j] = gain[ok] ** 2 / (1.0 / w[ok, j] + variance[ok])
     return own, weight, stretch
+
+
+def window_gain(
+    latency: ArrayLike, counts: ArrayLike, *, names: Sequence[str], block: int = 10
+) -> FloatArray:
+    """Per window, the gain ``1 + h`` of a type's level in its log latency (clipped to
+    [0, 1]), its tilt ``h`` fitted on that window's types alone, all types the yardstick
+    (:func:`_gain`): near 0 where every type waits alike, as when the load generator is
+    seconds behind its schedule. ``block``: the blocks the types' levels are fitted with."""
+    log_r, w = _log_latency(latency, counts, names)
+    level = _levels(log_r, w, block)
+    return _gain(log_r - level, w, level - _mean_level(level, w))
 
 
 def own_steps(
@@ -434,6 +449,22 @@ def _window_fit(
     spread = np.repeat(np.add.reduceat(sxx, starts) + _RIDGE, lengths)
     variance = np.where(some, 1.0 / safe + (at - s1 / safe) ** 2 / spread, np.inf)
     return g, h, variance
+
+
+def _gain(resid: FloatArray, w: FloatArray, x: FloatArray) -> FloatArray:
+    """Per window, how much of a change of a type's level shows in its log latency there:
+    ``1 + h`` with the tilt ``h`` fitted on the window's own types (``resid`` the log
+    latencies less the levels ``x`` is centred from; ridged as :func:`_window_fit`), clipped
+    to [0, 1]. In ``log R = a(1 + h) + …`` a level moved by δ moves the log latency by
+    δ(1 + h): where the load generator is seconds behind its schedule every type's logged
+    latency is mostly the same lag (``h`` near −1) and the window says nothing of any type's
+    own work, however many transactions it holds (r02, r07, r09: the types within 2–11% of
+    each other, gain 0.01–0.03). Per window, not per half block as the tilt itself: the lag
+    sets in within a second or two (r09 5 s: from 15 ms to 760 ms in one window). Above 1
+    it is clipped: a window that stretches the types apart says no more of one than its
+    transactions do."""
+    _, tilt, _ = _window_fit(resid, w, x, 1)
+    return np.clip(1.0 + tilt, 0.0, 1.0)
 
 
 def _levels(log_r: FloatArray, w: FloatArray, block: int) -> FloatArray:
