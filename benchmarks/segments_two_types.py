@@ -112,8 +112,7 @@ def cuts(data: Windows, anomaly: tuple[int, int] = (0, 0)) -> list[int]:
     m = len(data.counts)
     a, b = anomaly
     normal = [(0, a), (b, m)] if b > a else [(0, m)]
-    reported = [anomaly] if b > a else []
-    groups, _ = SegmentDetector()._located(data, [s for s in normal if s[1] > s[0]], reported)
+    groups, _ = SegmentDetector()._located(data, [s for s in normal if s[1] > s[0]])
     return [g[0][0] for g in groups[1:]]
 
 

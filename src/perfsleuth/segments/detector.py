@@ -42,23 +42,24 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    next mix by 10–60% on a busy host; one model of all the mixes misses each by less. A kept
    stretch under ``min_anomaly`` seconds is a **burst** (a client reconnecting, a CPU sample
    a window late): counted in a warning, not reported.
-4. **finds the application changes** in the normal windows (the segmentation's anomalous
-   stretches left out, whether reported or not) by binary
+4. **finds the application changes** in every window no anomaly is reported in (a stretch
+   the segmentation set apart that no anomaly kept, or a burst, is normal here too) by binary
    segmentation of each type's **own latency**
    (:mod:`~perfsleuth.segments.kernels.ownstep`): its latency with the window's common stretch
    and tilt, fitted on the other types, taken out. Load, mix, co-tenants and queueing move
    every type together (a common wait lengthens short transactions relatively more: the
    tilt; a type that is mostly round trips feels the stretch more than one for one: its own
-   sensitivity, fitted beside its step); a change of code moves one. A cut is an
+   sensitivity, fitted beside its step); a change of code moves one. A window counts by
+   what it can show of a type's own work (its gain: near 0 where every type waits alike, as
+   when the load generator is seconds behind its schedule). A cut is an
    application change where a type's own latency steps **up** (more work) by at least
    ``min_change``, beyond
    :func:`~perfsleuth.segments.kernels.ownstep.step_bar` (the split searched for, Bonferroni
    over the types, at ``alpha``), and **lasts** (the later half of the windows after it keeps
    half the step; where the windows searched end at an earlier cut, also with all the windows
    after them to the end of the data: for good); both sides last ``min_duration`` seconds;
-   the most certain such step (largest t) cuts first, then both sides are searched again. A
-   cut on the first window after windows the segmentation left out (no anomaly reported) is
-   placed again among them. At the end of the data, when no step
+   the most certain such step (largest t) cuts first, then both sides are searched again.
+   At the end of the data, when no step
    passes, a step with under twice ``min_duration`` after it is judged against the **end-of-data
    bar** (the splits that leave so little after them only, at ``alpha / 2``) — or, where the windows
    before it hold three minutes or more, against that bar with the error known together with **the
@@ -393,9 +394,10 @@ class SegmentDetector(DetectorMixin):
         if bursts:
             warnings.append(_bursts_warning(data, bursts, self.min_anomaly))
             log.warning("%s: %s", self.entity, warnings[-1])
-        # the search for changes of code leaves out what the CPU model's segmentation found
-        # out of the ordinary, reported as an anomaly or not
-        groups, models, boundaries = self._reconcile(data, spans, episodes)
+        # the search for changes of code reads every window not reported as an anomaly: a
+        # stretch the segmentation set apart that no anomaly kept is normal in the report,
+        # and in the search (c07 1 s all: 173 s of two mixes left out, the change missed)
+        groups, models, boundaries = self._reconcile(data, _unreported(spans, pieces, episodes))
         signatures = tuple(self._signature(data, _rows(g)) for g in groups)
         fitted = np.full(m, np.nan)
         for g, model in zip(groups, models, strict=True):
@@ -616,18 +618,12 @@ class SegmentDetector(DetectorMixin):
     # -- reconciliation -----------------------------------------------------------------------
 
     def _reconcile(
-        self,
-        data: Windows,
-        normal: list[tuple[int, int]],
-        reported: list[tuple[int, int]] | None = None,
+        self, data: Windows, normal: list[tuple[int, int]]
     ) -> tuple[list[tuple[tuple[int, int], ...]], list[CpuModel], list[Boundary]]:
         """Group consecutive normal spans into periods of one application (step 4 of the
-        module docstring) and name what changed between them; ``reported``: the anomalies
-        reported."""
+        module docstring) and name what changed between them."""
         groups, late = (
-            self._located(data, normal, reported or [])
-            if self.confirm
-            else (self._merged(data, normal), set())
+            self._located(data, normal) if self.confirm else (self._merged(data, normal), set())
         )
         boundaries = []
         for i in range(len(groups) - 1):
@@ -676,10 +672,7 @@ class SegmentDetector(DetectorMixin):
         return groups
 
     def _located(
-        self,
-        data: Windows,
-        normal: list[tuple[int, int]],
-        reported: list[tuple[int, int]] | None = None,
+        self, data: Windows, normal: list[tuple[int, int]]
     ) -> tuple[list[list[tuple[int, int]]], set[int]]:
         """Application changes: where one transaction type's own latency steps for good, by
         binary segmentation of the normal windows.
@@ -693,16 +686,12 @@ class SegmentDetector(DetectorMixin):
         of a cut last at least ``min_duration`` seconds. Returns the periods, each a list of
         spans, and the cuts found only by the end-of-data bar (:meth:`_application_step`).
 
-        A cut on the first normal window after windows left out (not ``reported`` as an
-        anomaly) is placed again among them (:meth:`_into_gap`): the change may have made
-        them out of the ordinary, and they join the period after it from where it is placed.
         """
         spans = sorted(normal)
         rows = _rows(spans)
         least = self._least(data)
         cuts: list[int] = []
         named: dict[int, str] = {}  # offset into rows of each cut → its type
-        searched: dict[int, tuple[NDArray[np.intp], str]] = {}  # cut → windows searched, types
         late: set[int] = set()
         pending = [(0, len(rows))]
         while pending:
@@ -721,7 +710,6 @@ class SegmentDetector(DetectorMixin):
             at, name, tentative = found
             cuts.append(int(part[at]))
             named[lo + at] = name
-            searched[int(part[at])] = (part, name)
             if tentative:
                 # found by the end-of-data bars only: the windows before it were searched
                 # with it just now and no step passed the full bar; a cut this uncertain
@@ -730,12 +718,7 @@ class SegmentDetector(DetectorMixin):
                 late.add(int(part[at]))
                 continue
             pending += [(lo, lo + at), (lo + at, hi)]
-        placed = {
-            c: self._into_gap(data, searched[c][0], c, searched[c][1], reported or []) for c in cuts
-        }
-        spans = sorted(spans + [(p, c) for c, p in placed.items() if p < c])
-        marks = set(placed.values())
-        late = {placed[c] for c in late}
+        marks = set(cuts)
         pieces = []
         for a, b in spans:
             edges = [a, *sorted(c for c in marks if a < c < b), b]
@@ -746,52 +729,6 @@ class SegmentDetector(DetectorMixin):
                 groups.append([])
             groups[-1].append((a, b))
         return [g for g in groups if g], late
-
-    def _into_gap(
-        self,
-        data: Windows,
-        part: NDArray[np.intp],
-        cut: int,
-        name: str,
-        reported: list[tuple[int, int]],
-    ) -> int:
-        """Where among the windows left out just before ``cut`` (none of them in a
-        ``reported`` anomaly) the change the type ``name`` made there happened: the split of
-        those windows, added to the windows ``part`` searched, where its own latency steps
-        most surely (largest t; ties to the latest). ``cut`` itself when none was left out.
-        The CPU model's segmentation leaves out windows it finds out of the ordinary, and the
-        first seconds after a change of code can be (c16 1 s ``db``: the 25 s after ``t0``
-        and ``t2`` doubled, a short segment with 8% less CPU than its neighbours' models, not
-        reported; the cut fell on the first window after them, 26 s late)."""
-        i = int(np.searchsorted(part, cut))
-        if i == 0 or part[i - 1] + 1 == cut:
-            return cut
-        gap = np.arange(int(part[i - 1]) + 1, cut)
-        inside = np.zeros(len(gap), dtype=bool)
-        for a, b in reported:
-            inside |= (gap >= a) & (gap < b)
-        # only the windows after the last one reported: the change and the cut meet there
-        if inside.any():
-            gap = gap[int(np.flatnonzero(inside)[-1]) + 1 :]
-        if len(gap) == 0:
-            return cut
-        rows = np.concatenate([part[:i], gap, part[i:]])
-
-        def sureness(x: int) -> float:
-            found = step_at(
-                data.latency,
-                data.counts,
-                rows,
-                x,
-                names=data.types,
-                block=_block(data),
-                only=[name],
-            )
-            return sum(s.score for s in found)
-
-        offsets = range(i, i + len(gap) + 1)  # the first window of the gap … the cut
-        best = max(offsets, key=lambda x: (sureness(x), x))
-        return int(rows[best])
 
     def _least(self, data: Windows) -> int:
         """Fewest windows on either side of an application change: ``min_duration`` seconds,
@@ -1540,6 +1477,25 @@ def _extend(normal: list[tuple[int, int]], pieces: list[Piece]) -> list[tuple[in
             break  # not adjacent to their host (an anomaly between): left out
         pending = left
     return sorted((a, b) for a, b in spans.values())
+
+
+def _unreported(
+    spans: list[tuple[int, int]], pieces: list[Piece], episodes: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The normal ``spans`` and every other window no anomaly of ``episodes`` holds: the
+    windows of the segmentation's pieces that neither covers, in runs within each piece (so
+    that the CPU model's cuts between them stay workload changes)."""
+    if not pieces:
+        return sorted(spans)
+    covered = np.zeros(pieces[-1].stop, dtype=bool)
+    for a, b in [*spans, *episodes]:
+        covered[a:b] = True
+    out = list(spans)
+    for piece in pieces:
+        free = np.flatnonzero(~covered[piece.start : piece.stop]) + piece.start
+        for run in np.split(free, np.flatnonzero(np.diff(free) > 1) + 1) if len(free) else []:
+            out.append((int(run[0]), int(run[-1]) + 1))
+    return sorted(out)
 
 
 def _hosts(piece: Piece) -> bool:
