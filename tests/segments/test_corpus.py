@@ -203,16 +203,21 @@ def test_a_noisy_types_change_in_the_last_phase_passes_the_runs_own_history(
     assert "this run's own earlier windows" in change.explanation
 
 
-def test_a_tentative_change_opens_no_new_search_before_it() -> None:
-    """r08 5 s all: t1's change in the last phase passes the end-of-data bars only. Searched
-    again without it, the windows before it would let a mix change at the hog's end (t2,
-    04:33:45) pass the full bar; a cut so uncertain opens no new search."""
+@pytest.mark.parametrize(("cpu", "tentative"), [("db", True), ("all", False)])
+def test_a_tentative_change_opens_no_new_search_before_it(cpu: str, tentative: bool) -> None:
+    """r08 5 s: t1's change in the last phase. In db it passes the end-of-data bars only, and
+    a cut so uncertain opens no new search of the windows before it. In all it passed them
+    only too until the thirteenth round, when searched again without it the windows before it
+    let a mix change at the hog's end (t2, 04:33:45) pass the full bar; since every window no
+    anomaly is reported in is searched and each counts by its gain, it passes the full bar,
+    the windows before it are searched again, and the mix change at the hog's end still
+    does not pass."""
     truth = RunTruth.read(CORPUS / "r08" / "truth.json")
-    findings = SegmentDetector().detect(_frame("r08", 5, "all"))
-    score = score_run(findings, truth, hog_in_cpu=True)
+    findings = SegmentDetector().detect(_frame("r08", 5, cpu))
+    score = score_run(findings, truth, hog_in_cpu=cpu == "all")
     assert score.false_application == 0 and score.first_right and score.change_found, score
     (change,) = [f for f in findings if f.kind == Kind.APPLICATION_CHANGE]
-    assert {e.name: e.value for e in change.evidence}["end_of_data_test"] is True
+    assert {e.name: e.value for e in change.evidence}["end_of_data_test"] is tentative
 
 
 @pytest.mark.parametrize(("window_s", "cpu"), [(1, "db"), (5, "db"), (5, "all")])
