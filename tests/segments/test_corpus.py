@@ -117,7 +117,14 @@ HELD = [("h02", 5, "db"), ("h02", 1, "db"), ("h02", 1, "all"), ("h02", 5, "all")
         ("h11", 1, "all"), ("h11", 1, "db"), ("h11", 5, "all"), ("h11", 5, "db"),
         ("h12", 5, "all"), ("h12", 5, "db"), ("h03", 1, "db"), ("h12", 1, "all"),
         ("h13", 1, "all"), ("h13", 1, "db"), ("h13", 5, "all"), ("h13", 5, "db"),
-        ("h14", 1, "all"), ("h14", 1, "db"), ("h14", 5, "all"), ("h14", 5, "db")]  # fmt: skip
+        ("h14", 1, "all"), ("h14", 1, "db"), ("h14", 5, "all"), ("h14", 5, "db"),
+        # the thirteenth round's fresh batch, read once after both halves of that round were
+        # merged (h19's four are misses: a false application change naming t1)
+        ("h15", 1, "all"), ("h15", 1, "db"), ("h15", 5, "all"), ("h15", 5, "db"),
+        ("h16", 1, "all"), ("h16", 1, "db"), ("h16", 5, "all"), ("h16", 5, "db"),
+        ("h17", 1, "all"), ("h17", 1, "db"), ("h17", 5, "all"), ("h17", 5, "db"),
+        ("h18", 1, "all"), ("h18", 1, "db"), ("h18", 5, "all"), ("h18", 5, "db"),
+        ("h20", 1, "all"), ("h20", 1, "db"), ("h20", 5, "all"), ("h20", 5, "db")]  # fmt: skip
 HEAVY = [("r01", 1, "all"), ("r01", 1, "db"), ("r01", 5, "db"), ("r03", 1, "db"),
          ("r03", 5, "db"), ("r04", 1, "db"), ("r04", 5, "db"),
          ("r05", 1, "all"), ("r05", 1, "db"), ("r05", 5, "all"), ("r05", 5, "db"),
