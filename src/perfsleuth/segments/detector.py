@@ -295,7 +295,7 @@ class SegmentAnalysis:
             named = ", ".join(boundary.named) if boundary.named else "no single type"
             line += f" (changed: {named}{', tentatively' if boundary.tentative else ''})"
         elif boundary.unconfirmed:
-            line += " (CPU models differ, no service time changed)"
+            line += " (CPU models differ, no type's own latency rose for good)"
         return line
 
 
@@ -324,19 +324,22 @@ class SegmentDetector(DetectorMixin):
         Seconds: an excess of CPU shorter than this is a **burst** (a client reconnecting, a
         CPU sample that lands a window late), counted in a warning, not an anomaly.
     alpha
-        Level of the F-tests (stepwise selection, reconciliation) and of the signature's
-        "stands out" (a type's change beyond the two-sided normal quantile at ``alpha``).
+        Level of the F-tests (stepwise selection, reconciliation), of the bar a type's own
+        latency step must clear, and of the signature's "stands out" (a type's change beyond
+        the two-sided normal quantile at ``alpha``).
     min_change
-        Smallest relative change of a type's service time that counts as changed.
+        Smallest relative change that counts as changed: of a type's own latency against the
+        other types' (what names an application change), and of its service time (signature).
     confidence
         Level of the confidence intervals (signature and CPU cost shifts).
     min_size
         Fewest windows per segment in the segmentation; 0 (default) means the model's
         coefficients + 1 (types + 2), so every segment has a residual to judge.
     confirm
-        Call a model change an application change only when the signature singles out a
-        type; otherwise it is reported as a workload change (the CPU model's error under a new
-        mix or load). False: the paper's rule, the regression alone decides.
+        Call a model change an application change only when a type's own latency rose
+        against the other types' and stayed; otherwise it is reported as a workload change
+        (the CPU model's error under a new mix or load). False: the paper's rule, the
+        regression alone decides.
     entity
         The finding's entity: the service the frame describes.
     cost
@@ -1291,7 +1294,8 @@ def cpu_warnings(data: Windows, alpha: float = 0.05) -> list[str]:
             f"{100 * other:.0f}% of the CPU given is not explained by the transactions (an "
             f"idle overhead of {model.idle:.2g} cores): it looks like the machine's CPU or "
             "other processes', not the service's; give the service's own processes' CPU "
-            "(--cpu-of NAME)"
+            "(--cpu-of NAME), or, if it is theirs already, their work outside the "
+            "transactions (background, idle) is most of it"
         )
     return out
 
