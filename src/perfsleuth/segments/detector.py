@@ -1305,15 +1305,15 @@ def cpu_warnings(data: Windows, alpha: float = 0.05) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-def _bursts_warning(data: Windows, bursts: list[tuple[int, int]], least: float) -> str:
-    """The sentence that counts the bursts: where they were and how much CPU they carried."""
+def _bursts_warning(data: Windows, bursts: list[tuple[int, int]], min_anomaly: float) -> str:
+    """The sentence that counts the bursts: when each started and how long it lasted."""
     where = ", ".join(
         f"{np.datetime_as_string(data.start[s], unit='s')} ({data.seconds(s, e):g} s)"
         for s, e in bursts
     )
     return (
         f"{len(bursts)} burst(s) of CPU the transactions do not explain, each under "
-        f"{least:g} s, not reported as anomalies: {where}"
+        f"{min_anomaly:g} s, not reported as anomalies: {where}"
     )
 
 
