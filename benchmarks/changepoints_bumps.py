@@ -31,6 +31,8 @@ one half of each group (short, machine, events), before → after; ``--mm1 N,RHO
 share of M/M/1 series with no change that have a point before → after (``--metrics``: response
 times, queue lengths; ``scripts/reproduce_berry_hellerstein.py``'s series and seeds).
 
+``--size N``: the calibrated test's rejection rate at α = .05 on fresh AR(1) series of length N.
+
 Run: ``.venv/bin/python benchmarks/changepoints_bumps.py --half tune [--per-series]``
      ``.venv/bin/python benchmarks/changepoints_bumps.py --mm1 1000,0.8 --reps-mm1 400``
 """
@@ -67,6 +69,7 @@ LONG_SERIES = 1000
 COST = "both"  # --cost
 PHI = "null"  # --phi
 MAX_SEGMENT = 1000
+CACHE = Path("/tmp/perfsleuth-bump-null")  # simulated nulls, keyed by everything they depend on
 
 
 def bump_statistics(x: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -115,6 +118,10 @@ def residual_lag1(x: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndar
 def null_samples(n: int, m: int, reps: int, residual: bool) -> tuple[np.ndarray, np.ndarray]:
     """(log E, lag-1 autocorrelation r), each (φ grid × reps), of AR(1) series of length n; r
     of the series under "no change", or (``residual``) of the residuals about its best bump."""
+    cached = CACHE / f"bump_null_{n}_{m}_{reps}_{int(residual)}_{SEED}.npz"
+    if cached.exists():
+        with np.load(cached) as kept:
+            return kept["log_e"], kept["lag1"]
     phis = fpa.PHI_GRID
     log_e = np.empty((len(phis), reps))
     lag1 = np.empty((len(phis), reps))
@@ -134,6 +141,8 @@ def null_samples(n: int, m: int, reps: int, residual: bool) -> tuple[np.ndarray,
                 else np.einsum("ij,ij->i", xc[:, 1:], xc[:, :-1]) / np.einsum("ij,ij->i", xc, xc)
             )
             done += rows
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.savez(cached, log_e=log_e, lag1=lag1)
     return log_e, lag1
 
 
@@ -198,6 +207,8 @@ def with_bumps(
         seg = sym[a:b, 0]
         e, i0, j0 = bump_statistics(seg.reshape(1, -1), m)
         i, j, excess = a + int(i0[0]), a + int(j0[0]), float(e[0])
+        if excess <= 0:
+            continue  # a constant segment: no bump
         inside = j - i
         ssq = float(((seg - seg.mean()) ** 2).sum())
         z2 = ssq * excess / (1.0 + excess) / unit**2
@@ -212,14 +223,15 @@ def with_bumps(
         outside = np.concatenate([centred[a:i, 0], centred[j:b, 0]])
         shift = abs(mean_in - float(outside.mean()))
         effect = shift / sigma if sigma > 0 else math.inf
-        large = effect >= search.DEFAULT_MIN_EFFECT
+        fails = [] if effect >= search.DEFAULT_MIN_EFFECT else ["effect"]
         if n >= LONG_SERIES:
             lev_in, lev_out = (
                 float(level[i:j].mean()),
                 float(np.concatenate([level[a:i], level[j:b]]).mean()),
             )
             top = max(abs(lev_in), abs(lev_out))
-            large = large and top > 0 and shift / top >= 0.05
+            if not (top > 0 and shift / top >= 0.05):
+                fails.append("relative")
         if PHI == "residual":
             local = np.array([i - a]), np.array([j - a])
             phi = max(
@@ -237,19 +249,21 @@ def with_bumps(
         rest = np.delete(zin, int(np.argmax(zin) if up else np.argmin(zin)))
         k = rest.size
         z2_rest = k * zout.size / (k + zout.size) * float(rest.mean() - zout.mean()) ** 2
-        large = large and z2_rest >= cost
+        if z2 < cost:
+            fails.append(f"cost (z² {z2:.1f} < {cost:.1f})")
+        elif z2_rest < cost:
+            fails.append("one reading")
         # a burst whose every reading is a spike of the defaults' model is already reported as
         # a spike run (``ChangePoints.spike_runs``), not a change of level
-        large = large and not set(range(i, j)) <= set(found.spikes)
+        if set(range(i, j)) <= set(found.spikes):
+            fails.append("spike run")
         alpha = found.alpha * length / n
-        verdict = "fails effect/floor" if not large else ""
+        verdict = "fails " + ", ".join(fails)
         passes = False
-        if large and z2 >= cost:
+        if not fails:
             crit = critical_log_excess(length, m, phi, alpha, reps, PHI == "residual")
-            passes = math.log(excess) > crit if excess > 0 else False
+            passes = math.log(excess) > crit
             verdict = f"E {excess:.3f} vs {math.exp(crit):.3f} at φ {phi:.2f}, α {alpha:.3g}"
-        elif large:
-            verdict = f"fails cost (z² {z2:.1f} < {cost:.1f})"
         if passes:
             added += [i, j]
         if log is not None:
@@ -306,6 +320,27 @@ def mm1(cell: str, reps_series: int, reps: int, metric: str) -> None:
     )
 
 
+def size(n: int, m: int, reps: int, residual: bool, series: int = 2000) -> None:
+    """The calibrated test's rejection rate at α = .05 on fresh AR(1) series (another seed)."""
+    cells = []
+    for phi in (0.0, 0.5, 0.8, 0.9):
+        rng = np.random.default_rng(np.random.SeedSequence([SEED + 1, n, round(phi * 100)]))
+        x = fpa._ar1(rng, series, n, phi)
+        e, i, j = bump_statistics(x, m)
+        xc = x - x.mean(axis=1, keepdims=True)
+        r = (
+            residual_lag1(x, i, j)
+            if residual
+            else np.einsum("ij,ij->i", xc[:, 1:], xc[:, :-1]) / np.einsum("ij,ij->i", xc, xc)
+        )
+        hits = sum(
+            math.log(ek) > critical_log_excess(n, m, float(rk), 0.05, reps, residual)
+            for ek, rk in zip(e, r, strict=True)
+        )
+        cells.append(f"φ {phi}: {hits / series:.3f}")
+    print(f"# size at α = .05, n = {n}, {series} fresh AR(1) series per φ: " + ", ".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--half", choices=("tune", "held-out"))
@@ -317,9 +352,12 @@ def main() -> None:
     parser.add_argument("--metrics", default="response", help="response,queue_length")
     parser.add_argument("--cost", choices=("both", "one"), default="both")
     parser.add_argument("--phi", choices=("null", "residual"), default="null")
+    parser.add_argument("--size", type=int, help="N: the test's size on fresh AR(1) series")
     args = parser.parse_args()
     global COST, PHI
     COST, PHI = args.cost, args.phi
+    if args.size:
+        size(args.size, 5, args.reps, args.phi == "residual")
     if args.half:
         for group in args.groups.split(","):
             one_half(group, args.half, args.reps, args.per_series)
