@@ -207,7 +207,7 @@ def with_bumps(
         seg = sym[a:b, 0]
         e, i0, j0 = bump_statistics(seg.reshape(1, -1), m)
         i, j, excess = a + int(i0[0]), a + int(j0[0]), float(e[0])
-        if excess <= 0:
+        if excess <= 0 or j0[0] == 0:
             continue  # a constant segment: no bump
         inside = j - i
         ssq = float(((seg - seg.mean()) ** 2).sum())
