@@ -29,7 +29,8 @@ single-edge test, or (``--phi residual``) the same of the residuals about the bu
 edges are added when it passes. Prints per series (``--per-series``) and the mean F1 / cover of
 one half of each group (short, machine, events), before → after; ``--mm1 N,RHO[;N,RHO]`` the
 share of M/M/1 series with no change that have a point before → after (``--metrics``: response
-times, queue lengths; ``scripts/reproduce_berry_hellerstein.py``'s series and seeds).
+times, queue lengths; ``scripts/reproduce_berry_hellerstein.py``'s series and seeds; with
+``--per-series``, every series that gains a point and the bump that passed).
 
 ``--size N``: the calibrated test's rejection rate at α = .05 on fresh AR(1) series of length N.
 
@@ -303,7 +304,7 @@ def one_half(group: str, half: str, reps: int, per_series: bool) -> None:
     )
 
 
-def mm1(cell: str, reps_series: int, reps: int, metric: str) -> None:
+def mm1(cell: str, reps_series: int, reps: int, metric: str, verbose: bool = False) -> None:
     from reproduce_berry_hellerstein import _seed, run
 
     n_text, rho_text = cell.split(",")
@@ -311,9 +312,14 @@ def mm1(cell: str, reps_series: int, reps: int, metric: str) -> None:
     before = after = 0
     for r in range(reps_series):
         x = np.asarray(getattr(run(n, rho, 0.0, _seed(1, n, rho, r)), metric), dtype=float)
-        b, a = with_bumps(x, reps)
+        log: list[str] = []
+        b, a = with_bumps(x, reps, log)
         before += bool(b)
         after += bool(a)
+        if verbose and a != b:
+            mean, sd = float(x.mean()), float(x.std())
+            print(f"series {r}: {b} -> {a} (mean {mean:.3g}, sd {sd:.3g})")
+            print("\n".join(line for line in log if "PASSES" in line))
     print(
         f"# M/M/1 N = {n}, ρ = {rho}, {metric}, {reps_series} series: with a point "
         f"{before / reps_series:.4f} -> {after / reps_series:.4f}"
@@ -364,7 +370,7 @@ def main() -> None:
     if args.mm1:
         for cell in args.mm1.split(";"):
             for metric in args.metrics.split(","):
-                mm1(cell, args.reps_mm1, args.reps, metric)
+                mm1(cell, args.reps_mm1, args.reps, metric, args.per_series)
 
 
 if __name__ == "__main__":
