@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfsleuth.errors import DataError, NotEnoughDataError
+from perfsleuth.segments.kernels import segmentation as seg_kernel
 from perfsleuth.segments.kernels.segmentation import penalty_for, segment_cost, segment_regression
 
 
@@ -153,3 +154,62 @@ def test_segmentation_is_invariant_to_scaling_the_data(
     assert list(base.indices) == sorted(base.indices)
     assert all(0 < b < len(y) for b in base.indices)
     assert base.starts[0] == 0 and base.stops[-1] == len(y)
+
+
+def _full_gaussian_search(x: np.ndarray, y: np.ndarray, min_size: int, nonneg: bool) -> tuple:
+    """The Gaussian cost's PELT search computing every start's SSE at every end (as before
+    the lazy search): what ``_search_gaussian`` must reproduce bit for bit."""
+    m, p = x.shape
+    cols = np.sqrt(np.mean(x * x, axis=0))
+    cols[cols == 0] = 1.0
+    prefix = seg_kernel._prefix_gram(np.column_stack([x / cols, y / np.mean(y)]))
+    packed = seg_kernel._packed(prefix)
+    sigma = seg_kernel._noise(packed, m, p)
+    beta = (p + 1) * math.log(max(m, 2))
+    floor = max(sigma * sigma / 4.0, 1e-300)
+    f, back, best = np.full(m + 1, np.inf), np.zeros(m + 1, dtype=np.int64), np.zeros(m + 1)
+    f[0] = -beta
+    alive, dead_at = np.zeros(m + 1, dtype=bool), np.full(m + 1, m + 1)
+    alive[0] = True
+    solves = 0
+    for end in range(min_size, m + 1):
+
+        def priced(sse: np.ndarray, starts: np.ndarray, end: int = end) -> np.ndarray:
+            n = (end - starts).astype(np.float64)
+            return n * np.log(np.maximum(sse / n, floor))
+
+        starts = np.flatnonzero(alive[: end - min_size + 1] & (dead_at[: end - min_size + 1] > end))
+        values = seg_kernel._sse_at(packed, end, starts)
+        sse, total = np.full(end - min_size + 1, np.inf), np.full(end - min_size + 1, np.inf)
+        sse[starts] = values
+        total[starts] = f[starts] + priced(values, starts) + beta
+        exact = np.zeros(len(total), dtype=bool)
+        start, solved = seg_kernel._exact_minimum(prefix, end, total, sse, exact, nonneg, priced)
+        solves += solved
+        f[end], back[end], best[end] = total[start], start, sse[start]
+        prune = starts[f[starts] + priced(values, starts) >= f[end]]
+        dead_at[prune] = np.minimum(dead_at[prune], end + min_size)
+        alive[end] = True
+    return float(f[m]), back.tolist(), best.tolist(), solves
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("noise", [0.0, 0.002, 0.05])
+def test_lazy_gaussian_search_is_the_full_search_bit_for_bit(seed: int, noise: float) -> None:
+    # The Gaussian search computes a segment's SSE only where its bound could still win or be
+    # pruned differently; the result must be exactly that of computing them all.
+    coefs = [[0.01, 0.002, 0.010, 0.04], [0.01, 0.003, 0.010, 0.04], [0.05, 0.002, 0.01, 0.04]]
+    x, y = _regimes(seed, (120, 40, 140), coefs, noise=noise)
+    y[150 + seed : 162 + seed] *= 1.5  # a burst
+    min_size, nonneg = (1, 3, 5, 6)[seed % 4], seed % 3 != 0
+    got = segment_regression(x, y, cost="gaussian", min_size=min_size, nonnegative=nonneg)
+    cost, back, best, solves = _full_gaussian_search(x, y, min_size, nonneg)
+    assert got.cost == cost
+    assert got.nnls_solves == solves
+    stops, end = [], len(y)
+    while end > 0:
+        stops.append(end)
+        end = back[end]
+    assert got.stops == tuple(reversed(stops))
+    scale = float(np.mean(y))
+    assert got.sse == tuple(best[e] * scale * scale for e in reversed(stops))

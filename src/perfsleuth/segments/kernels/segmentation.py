@@ -100,6 +100,8 @@ _BATCH = 2048  # segments factorised per numpy batch: big enough to amortise, sm
 _FIRST = 128  # the latest starts, computed first for each end: they set the first bound
 _DROP = 1e-9  # a column whose residual norm² is below this share of its own is dependent
 _NEGATIVE = -1e-10  # an unconstrained coefficient below this (scaled units) calls for NNLS
+_SLACK = 1e-8  # share of Σ y² (scaled) by which rounding might lower a longer segment's SSE
+_REACH = 8.0  # the lazy search's first batch: bounds this close to the lowest (cost units)
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,6 +446,11 @@ def _search_gaussian(
     the pruning safe.
     """
     floor = max(sigma * sigma / 4.0, 1e-300)
+
+    def price(sse: FloatArray, n: FloatArray) -> FloatArray:
+        out: FloatArray = n * np.log(np.maximum(sse / n, floor))
+        return out
+
     f = np.full(m + 1, np.inf)
     f[0] = -beta
     back = np.zeros(m + 1, dtype=np.int64)
@@ -451,31 +458,118 @@ def _search_gaussian(
     alive = np.zeros(m + 1, dtype=bool)  # a start still in the running
     alive[0] = True
     dead_at = np.full(m + 1, m + 1, dtype=np.int64)  # the end from which a start is dropped
+    # The work is lazy, the result that of computing every start's SSE at every end (below).
+    # known: each start's least-squares SSE at the last end it was computed for, a lower bound
+    # of its SSE at any later end once the prefix sums' rounding is allowed for (_SLACK);
+    # checked: the last end up to which the pruning rule has been applied to it exactly.
+    known = np.zeros(m + 1)
+    checked = np.arange(m + 1) + min_size - 1
     solves = evaluated = 0
     for end in range(min_size, m + 1):
 
         def priced(sse: FloatArray, starts: NDArray[np.intp], end: int = end) -> FloatArray:
-            n = (end - starts).astype(np.float64)
-            out: FloatArray = n * np.log(np.maximum(sse / n, floor))
-            return out
+            return price(sse, (end - starts).astype(np.float64))
 
-        starts = np.flatnonzero(alive[: end - min_size + 1] & (dead_at[: end - min_size + 1] > end))
-        values = _sse_at(packed, end, starts)
-        evaluated += len(starts)
-        sse = np.full(end - min_size + 1, np.inf)
-        total = np.full(end - min_size + 1, np.inf)
-        sse[starts] = values
-        total[starts] = f[starts] + priced(values, starts) + beta
-        exact = np.zeros(len(total), dtype=bool)
-        start, solved = _exact_minimum(prefix, end, total, sse, exact, nonnegative, priced)
-        solves += solved
+        last = end - min_size
+        starts = np.flatnonzero(alive[: last + 1] & (dead_at[: last + 1] > end))
+        # Each start's cost from its bound first; its SSE is computed only while the bound is
+        # not above the best exact cost (in a regime the other starts trail the best by about
+        # β and a bound loosens by about one per window, so most are not computed at most ends)
+        lower = np.maximum(known[starts] - _SLACK * packed[0][-1, end], 0.0)
+        sse = np.full(last + 1, np.inf)
+        total = np.full(last + 1, np.inf)
+        sse[starts] = lower
+        total[starts] = f[starts] + priced(lower, starts) + beta
+        exact = np.zeros(last + 1, dtype=bool)  # NNLS checked
+        fresh = np.zeros(last + 1, dtype=bool)  # SSE computed for this end, not a bound
+        ready = np.zeros(last + 1, dtype=bool)  # fresh and still in the running here
+        while True:
+            start, solved = _exact_minimum(
+                prefix, end, total, sse, exact, nonnegative, priced, ready
+            )
+            solves += solved
+            if ready[start]:
+                break
+            if fresh[start]:  # it wins: was it dropped at an end not checked?
+                dropped = _first_drop(packed, f, price, start, checked[start] + 1, last)
+                if dropped is None:
+                    checked[start] = last
+                    ready[start] = True
+                else:
+                    dead_at[start] = min(dead_at[start], dropped + min_size)
+                    checked[start] = dropped
+                    total[start] = np.inf
+                continue
+            best = float(np.min(total, where=fresh, initial=np.inf))
+            if math.isinf(best):  # none computed yet: the lowest bounds, within a few units
+                todo = starts[total[starts] <= total[start] + _REACH]
+            else:
+                todo = starts[~fresh[starts] & (total[starts] <= best)]
+            values = _sse_batch(packed, end, todo, len(starts) > 1)
+            evaluated += len(todo)
+            sse[todo] = values
+            known[todo] = values
+            total[todo] = f[todo] + priced(values, todo) + beta
+            fresh[todo] = True
+            ready[todo] = checked[todo] >= last
         f[end] = total[start]
         back[end] = start
         best_sse[end] = sse[start]
-        prune = starts[f[starts] + priced(values, starts) >= f[end]]
-        dead_at[prune] = np.minimum(dead_at[prune], end + min_size)
+        # The pruning rule on the starts computed here (exactly: its least-squares SSE); where
+        # every earlier end was checked this is the end the full search drops it at, else an
+        # upper bound, made exact by _first_drop if it ever wins before.
+        computed = np.flatnonzero(fresh)
+        drop = f[computed] + priced(known[computed], computed) >= f[end]
+        dead_at[computed[drop]] = np.minimum(dead_at[computed[drop]], end + min_size)
+        follows = computed[~drop & (checked[computed] == end - 1)]
+        checked[follows] = end
         alive[end] = True
     return float(f[m]), back, best_sse, solves, evaluated
+
+
+def _first_drop(
+    packed: tuple[FloatArray, list[int]],
+    f: FloatArray,
+    price: Callable[[FloatArray, FloatArray], FloatArray],
+    start: int,
+    first: int,
+    last: int,
+) -> int | None:
+    """The first end in ``first .. last`` at which the pruning rule drops ``start`` (its cost
+    to that end, from its least-squares SSE, at least ``F(end)``), or None."""
+    if first > last:
+        return None
+    ends = np.arange(first, last + 1)
+    sse = _sse_ends(packed, start, ends)
+    hit = np.flatnonzero(f[start] + price(sse, (ends - start).astype(np.float64)) >= f[ends])
+    return int(ends[hit[0]]) if len(hit) else None
+
+
+def _sse_batch(
+    packed: tuple[FloatArray, list[int]], end: int, todo: NDArray[np.intp], pair: bool
+) -> FloatArray:
+    """:func:`_sse_at` of ``todo``, never of one segment alone when ``pair``: numpy's einsum
+    sums a batch of one in another order, and a segment's SSE must not depend on which others
+    were computed with it (the lazy search is then bit for bit the full one)."""
+    if len(todo) == 1 and pair:
+        return _sse_at(packed, end, np.repeat(todo, 2))[:1]
+    return _sse_at(packed, end, todo)
+
+
+def _sse_ends(
+    packed: tuple[FloatArray, list[int]], start: int, ends: NDArray[np.intp]
+) -> FloatArray:
+    """Unconstrained SSE of the segments ``[start, e)`` for each ``e`` in ``ends`` (scaled), in
+    batches of at least two (see :func:`_sse_batch`)."""
+    table, offsets = packed
+    out = np.empty(len(ends))
+    for a in range(0, len(ends), _BATCH):
+        chunk = ends[a : a + _BATCH]
+        if len(chunk) == 1:
+            chunk = np.repeat(chunk, 2)
+        gram = table[:, chunk] - table[:, start, None]
+        out[a : a + _BATCH] = _last_pivot(gram, offsets)[: len(out[a : a + _BATCH])]
+    return out
 
 
 def _noise(packed: tuple[FloatArray, list[int]], m: int, p: int) -> float:
@@ -577,10 +671,12 @@ def _exact_minimum(
     exact: NDArray[np.bool_],
     nonnegative: bool,
     price: Callable[[FloatArray, NDArray[np.intp]], FloatArray],
+    ready: NDArray[np.bool_] | None = None,
 ) -> tuple[int, int]:
     """The start minimising ``total`` once its cost is exact; updates ``total``, ``sse`` and
     ``exact`` (the starts whose cost is known to be exact). ``price`` turns an SSE into the
-    part of ``total`` it makes.
+    part of ``total`` it makes. With ``ready``, a start not ready (its ``total`` only a bound,
+    say) is returned as soon as it is the minimum, for the caller to make ready.
 
     With ``nonnegative``, a winner whose unconstrained fit has a negative coefficient gets its
     NNLS cost instead and the minimum is taken again (lazy evaluation, see module docstring).
@@ -590,7 +686,7 @@ def _exact_minimum(
     solves = 0
     while True:
         start = int(np.argmin(total))
-        if exact[start]:
+        if exact[start] or (ready is not None and not ready[start]):
             return start, solves
         exact[start] = True
         gram = prefix[:, :, end] - prefix[:, :, start]

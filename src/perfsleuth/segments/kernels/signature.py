@@ -455,21 +455,34 @@ def _block_mean(values: FloatArray, weights: FloatArray, block: int) -> tuple[fl
     if not ok.any():
         return math.nan, math.inf, 0
     mean = float(np.average(values[ok], weights=weights[ok]))
-    size = max(int(block), 1)
-    means, mass = [], []
-    for start in range(0, len(values), size):
-        part = slice(start, start + size)
-        sel = ok[part]
-        if sel.any():
-            means.append(float(np.average(values[part][sel], weights=weights[part][sel])))
-            mass.append(float(weights[part][sel].sum()))
+    means, mass = _blockwise(values, weights, ok, max(int(block), 1))
     if len(means) < 2:
         return mean, math.inf, 0
-    m, wt = np.array(means), np.array(mass)
+    m, wt = means, mass
     share = wt / wt.sum()
     # variance of a weighted mean of block means: Σ share² · (spread of the blocks)
     spread = float(np.sum(wt * (m - mean) ** 2) / wt.sum()) * len(m) / (len(m) - 1)
     return mean, math.sqrt(spread * float(np.sum(share**2))), len(m) - 1
+
+
+def _blockwise(
+    values: FloatArray, weights: FloatArray, ok: NDArray[np.bool_], size: int
+) -> tuple[FloatArray, FloatArray]:
+    """Per block of ``size`` consecutive windows holding any ``ok`` one: the weighted mean of
+    its ``ok`` values and their weight. Blocks with as many ``ok`` windows are summed as rows of
+    one array (a row's sum is the sum numpy takes of it alone: the same numbers as a loop of
+    ``np.average`` over the blocks, without the loop)."""
+    rows = np.flatnonzero(ok)
+    block = rows // size
+    present, first, held = np.unique(block, return_index=True, return_counts=True)
+    means, mass = np.empty(len(present)), np.empty(len(present))
+    for n in np.unique(held):
+        which = np.flatnonzero(held == n)
+        at = rows[first[which, None] + np.arange(n)]
+        w = weights[at]
+        mass[which] = w.sum(axis=1)
+        means[which] = np.multiply(values[at], w).sum(axis=1) / mass[which]
+    return means, mass
 
 
 def _welch_dof(se_a: float, dof_a: int, se_b: float, dof_b: int) -> float:
