@@ -18,19 +18,28 @@ Usage::
     .venv/bin/python benchmarks/segmentation.py --sizes 1800 --peer-limit 120
     .venv/bin/python benchmarks/segmentation.py --cost gaussian --peer-limit 30
     .venv/bin/python benchmarks/segmentation.py --sizes 10000 --detector   # the whole detector
+    .venv/bin/python benchmarks/segmentation.py --detector --compare /work/main/src
+
 
 ``--detector`` times the whole segments detector (``SegmentDetector().analyse``: segmentation,
 anomalies, the own-latency search for application changes, naming) on the same data as a
 workload frame, each type's latency its service time stretched by a common factor per
-window, instead of running the peers.
+window, instead of running the peers. With ``--compare SRC`` each size runs in two fresh
+processes, another tree's ``src`` first on PYTHONPATH and then this tree's (the same
+environment otherwise), and the CPU seconds are printed side by side with their ratio and the
+load average (1 min) before each.
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
+import re
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -101,6 +110,28 @@ def time_detector(sizes: list[int]) -> None:
         sys.stdout.flush()
 
 
+def compare_detector(sizes: list[int], other: Path) -> None:
+    """The whole detector's CPU seconds with another tree's ``src`` and with this one's."""
+    own = Path(__file__).resolve().parent.parent / "src"
+    print(f"other: {other}\nthis:  {own}")
+    for m in sizes:
+        seconds, loads = [], []
+        for src in (other, own):
+            loads.append(os.getloadavg()[0])
+            env = {**os.environ, "PYTHONPATH": str(src)}
+            cmd = [sys.executable, __file__, "--detector", "--sizes", str(m)]
+            done = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+            found = re.search(r"the whole detector ([0-9.]+) s CPU", done.stdout)
+            if found is None:
+                raise RuntimeError(f"no timing in the output: {done.stdout!r}")
+            seconds.append(float(found.group(1)))
+        print(
+            f"M = {m} × {COLUMNS}: other {seconds[0]:.2f} s CPU (load {loads[0]:.2f}), this "
+            f"{seconds[1]:.2f} s CPU (load {loads[1]:.2f}): {seconds[0] / seconds[1]:.2f}× less"
+        )
+        sys.stdout.flush()
+
+
 def _peer(
     kind: str,
     design: np.ndarray,
@@ -151,7 +182,11 @@ def main(argv: list[str] | None = None) -> int:
         help="segmentation cost (the detector's default is gaussian)",
     )
     parser.add_argument("--detector", action="store_true", help="time the whole detector")
+    parser.add_argument("--compare", type=Path, help="with --detector: another tree's src")
     args = parser.parse_args(argv)
+    if args.detector and args.compare:
+        compare_detector(args.sizes, args.compare)
+        return 0
     if args.detector:
         time_detector(args.sizes)
         return 0
