@@ -648,16 +648,21 @@ def _last_pivot(gram: FloatArray, offsets: list[int]) -> FloatArray:
     q = len(offsets) - 1
     width = gram.shape[1]
     lower = np.empty((q, q, width))  # lower[i, k], i > k: only entries written are read
+    # the few calls per column below, each over the whole batch: a batch is often small (the
+    # lazy search), and then numpy's per-call cost is most of the time
+    drop = _DROP * gram[offsets[:-1]]
     for j in range(q - 1):
         column = gram[offsets[j] : offsets[j + 1]]  # G[j:, j]
         row = lower[j, :j]
         d = column[0] - np.einsum("kb,kb->b", row, row) if j else column[0]
-        keep = d > _DROP * column[0]
+        keep = d > drop[j]
         inv = np.where(keep, 1.0 / np.sqrt(np.where(keep, d, 1.0)), 0.0)
-        below = column[1:]
         if j:
-            below = below - np.einsum("ikb,kb->ib", lower[j + 1 :, :j], row)
-        lower[j + 1 :, j] = below * inv
+            below = np.einsum("ikb,kb->ib", lower[j + 1 :, :j], row)
+            np.subtract(column[1:], below, out=below)
+            np.multiply(below, inv, out=lower[j + 1 :, j])
+        else:
+            np.multiply(column[1:], inv, out=lower[j + 1 :, j])
     row = lower[q - 1, : q - 1]
     last = gram[offsets[q - 1]] - np.einsum("kb,kb->b", row, row)
     return np.asarray(np.maximum(last, 0.0), dtype=np.float64)
