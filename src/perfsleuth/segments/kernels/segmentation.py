@@ -64,6 +64,19 @@ the earlier starts are not computed. Where the model changes, segments across th
 badly and the search stops soon after it: the work falls from ``M²/2`` segments towards
 ``Σ (length of the current regime) · M``. In a series with no change at all it stays O(M²).
 
+**The Gaussian cost's search is lazy** (:func:`_search_gaussian`). PELT keeps every start of
+the current regime in the running, and computing each one's SSE at every end is
+``(regime length)`` factorisations per window (16.6 M at M = 10,000 with three regimes). A
+start's SSE at an earlier end is a lower bound of its SSE now (less the prefix sums' rounding,
+``_SLACK``), and the cost is increasing in the SSE: a start is computed only while its bound is
+not above the best exact cost, and the pruning rule is applied exactly to the starts computed;
+a start that wins after ends at which it was not computed is checked at those ends
+(:func:`_first_drop`) and dropped where the full search would have dropped it. Within a regime
+the other starts trail the best by about the penalty, and a bound loosens by about one per
+window, so a start is computed every few tens of windows (0.17 M factorisations at M = 10,000).
+The result is bit for bit that of computing every start (a test checks it against the full
+search): the same cuts, costs, SSEs and NNLS solves; only ``evaluated`` counts less.
+
 Coordinates: y is divided by its mean and each column of X by its root mean square before
 anything else, so results do not depend on units (and solver tolerances mean the same thing
 for every input).
@@ -443,7 +456,9 @@ def _search_gaussian(
     ``end`` already exceeds ``F(end)`` can never begin the last segment of a later optimum: it
     is dropped — from ``end + min_size`` on, as a segment from ``end`` shorter than
     ``min_size`` is no alternative before that. The lower bounds (least squares for NNLS) keep
-    the pruning safe.
+    the pruning safe. (The variance floor makes the cost slightly less than superadditive — a
+    piece fitted within the floor is priced above its SSE — so on data a model fits almost
+    exactly a start can be dropped that would have won later; the rule is kept as it is.)
     """
     floor = max(sigma * sigma / 4.0, 1e-300)
 
