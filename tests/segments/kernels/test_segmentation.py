@@ -195,9 +195,14 @@ def _full_gaussian_search(x: np.ndarray, y: np.ndarray, min_size: int, nonneg: b
 
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("noise", [0.0, 0.002, 0.05])
-def test_lazy_gaussian_search_is_the_full_search_bit_for_bit(seed: int, noise: float) -> None:
+@pytest.mark.parametrize("eager", [0, 250_000])
+def test_lazy_gaussian_search_is_the_full_search_bit_for_bit(
+    seed: int, noise: float, eager: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The Gaussian search computes a segment's SSE only where its bound could still win or be
-    # pruned differently; the result must be exactly that of computing them all.
+    # pruned differently (every start while they are few: ``_EAGER``, 0 = never); the result
+    # must be exactly that of computing them all.
+    monkeypatch.setattr(seg_kernel, "_EAGER", eager)
     coefs = [[0.01, 0.002, 0.010, 0.04], [0.01, 0.003, 0.010, 0.04], [0.05, 0.002, 0.01, 0.04]]
     x, y = _regimes(seed, (120, 40, 140), coefs, noise=noise)
     y[150 + seed : 162 + seed] *= 1.5  # a burst

@@ -115,6 +115,7 @@ _DROP = 1e-9  # a column whose residual norm² is below this share of its own is
 _NEGATIVE = -1e-10  # an unconstrained coefficient below this (scaled units) calls for NNLS
 _SLACK = 1e-8  # share of Σ y² (scaled) by which rounding might lower a longer segment's SSE
 _REACH = 8.0  # the lazy search's first batch: bounds this close to the lowest (cost units)
+_EAGER = 250_000  # starts × columns³ up to which the lazy search computes every start
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,7 +517,9 @@ def _search_gaussian(
                     total[start] = np.inf
                 continue
             best = float(np.min(total, where=fresh, initial=np.inf))
-            if math.isinf(best):  # none computed yet: the lowest bounds, within a few units
+            if math.isinf(best) and len(starts) * len(packed[1]) ** 3 <= _EAGER:
+                todo = starts  # few and small: all at once costs less than the bookkeeping
+            elif math.isinf(best):  # none computed yet: the lowest bounds, within a few units
                 todo = starts[total[starts] <= total[start] + _REACH]
             else:
                 todo = starts[~fresh[starts] & (total[starts] <= best)]
