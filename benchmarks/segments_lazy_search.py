@@ -8,7 +8,11 @@ full search (every start at every end, as before the lazy search: :func:`full_se
 prints the problems whose cost, cuts, SSEs or NNLS solves differ in any bit; ``--lazy-only``
 forces the lazy path (``_EAGER = 0``: no start computed only because the starts are few).
 
+``--sizes`` also times both on ``benchmarks/segmentation.py``'s detector frame (M windows × 15
+columns, the detector's ``min_size``) and prints the segments each computed.
+
 Run: .venv/bin/python benchmarks/segments_lazy_search.py --problems 1000 [--lazy-only]
+[--sizes 1800 10000]
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 
@@ -23,7 +29,8 @@ from perfsleuth.segments.kernels import segmentation as kernel
 
 
 def full_search(x: np.ndarray, y: np.ndarray, min_size: int, nonneg: bool) -> tuple:
-    """(cost, back-pointers, each end's SSE, NNLS solves) of the full PELT search."""
+    """(cost, back-pointers, each end's SSE, NNLS solves, segments computed) of the full PELT
+    search."""
     m, p = x.shape
     cols = np.sqrt(np.mean(x * x, axis=0))
     cols[cols == 0] = 1.0
@@ -36,7 +43,7 @@ def full_search(x: np.ndarray, y: np.ndarray, min_size: int, nonneg: bool) -> tu
     f[0] = -beta
     alive, dead_at = np.zeros(m + 1, dtype=bool), np.full(m + 1, m + 1)
     alive[0] = True
-    solves = 0
+    solves = computed = 0
     for end in range(min_size, m + 1):
 
         def priced(sse: np.ndarray, starts: np.ndarray, end: int = end) -> np.ndarray:
@@ -45,6 +52,7 @@ def full_search(x: np.ndarray, y: np.ndarray, min_size: int, nonneg: bool) -> tu
 
         starts = np.flatnonzero(alive[: end - min_size + 1] & (dead_at[: end - min_size + 1] > end))
         values = kernel._sse_at(packed, end, starts)
+        computed += len(starts)
         sse, total = np.full(end - min_size + 1, np.inf), np.full(end - min_size + 1, np.inf)
         sse[starts] = values
         total[starts] = f[starts] + priced(values, starts) + beta
@@ -55,7 +63,32 @@ def full_search(x: np.ndarray, y: np.ndarray, min_size: int, nonneg: bool) -> tu
         prune = starts[f[starts] + priced(values, starts) >= f[end]]
         dead_at[prune] = np.minimum(dead_at[prune], end + min_size)
         alive[end] = True
-    return float(f[m]), back, best, solves
+    return float(f[m]), back, best, solves, computed
+
+
+def time_frames(sizes: list[int]) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import segmentation as speed
+
+    from perfsleuth.segments.detector import _read
+
+    for m in sizes:
+        design, y, truth, changed = speed.make_data(m)
+        data = _read(speed.detector_frame(design, y, truth, changed))
+        x = np.column_stack([data.width, data.counts])
+        min_size = data.counts.shape[1] + 2
+        started = time.process_time()
+        full = full_search(x, data.cpu, min_size, True)
+        full_s = time.process_time() - started
+        started = time.process_time()
+        got = kernel.segment_regression(x, data.cpu, cost="gaussian", min_size=min_size)
+        lazy_s = time.process_time() - started
+        same = got.cost == full[0] and got.nnls_solves == full[3]
+        print(
+            f"M = {m} × {x.shape[1]}: full {full_s:.2f} s CPU ({full[4]:,} segments), lazy "
+            f"{lazy_s:.2f} s ({got.evaluated:,}): {full_s / lazy_s:.1f}× less; cost and NNLS "
+            f"solves {'the same' if same else 'DIFFERENT'}"
+        )
 
 
 def problem(seed: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
@@ -77,6 +110,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", type=int, default=1000)
     parser.add_argument("--lazy-only", action="store_true", help="_EAGER = 0")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[], help="detector frames")
     args = parser.parse_args()
     if args.lazy_only:
         kernel._EAGER = 0
@@ -86,7 +120,7 @@ def main() -> int:
         got = kernel.segment_regression(
             x, y, cost="gaussian", min_size=min_size, nonnegative=nonneg
         )
-        cost, back, best, solves = full_search(x, y, min_size, nonneg)
+        cost, back, best, solves, _ = full_search(x, y, min_size, nonneg)
         stops, end = [], len(y)
         while end > 0:
             stops.append(end)
@@ -99,6 +133,7 @@ def main() -> int:
             differ += 1
             print(f"DIFFERENT problem {seed}: cost {got.cost!r} vs {cost!r}")
     print(f"{args.problems - differ} of {args.problems} problems bit for bit the full search")
+    time_frames(args.sizes)
     return 1 if differ else 0
 
 

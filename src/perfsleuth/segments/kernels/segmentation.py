@@ -73,7 +73,7 @@ not above the best exact cost, and the pruning rule is applied exactly to the st
 a start that wins after ends at which it was not computed is checked at those ends
 (:func:`_first_drop`) and dropped where the full search would have dropped it. Within a regime
 the other starts trail the best by about the penalty, and a bound loosens by about one per
-window, so a start is computed every few tens of windows (0.17 M factorisations at M = 10,000).
+window, so a start is computed every few tens of windows (0.18 M factorisations at M = 10,000).
 The result is bit for bit that of computing every start (a test checks it against the full
 search): the same cuts, costs, SSEs and NNLS solves; only ``evaluated`` counts less.
 
