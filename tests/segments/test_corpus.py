@@ -119,7 +119,8 @@ HELD = [("h02", 5, "db"), ("h02", 1, "db"), ("h02", 1, "all"), ("h02", 5, "all")
         ("h13", 1, "all"), ("h13", 1, "db"), ("h13", 5, "all"), ("h13", 5, "db"),
         ("h14", 1, "all"), ("h14", 1, "db"), ("h14", 5, "all"), ("h14", 5, "db"),
         # the thirteenth round's fresh batch, read once after both halves of that round were
-        # merged (h19's four are misses: a false application change naming t1)
+        # merged (h19's four are misses: a false application change naming t1 until the
+        # fourteenth round; since, t0 named before t4, below)
         ("h15", 1, "all"), ("h15", 1, "db"), ("h15", 5, "all"), ("h15", 5, "db"),
         ("h16", 1, "all"), ("h16", 1, "db"), ("h16", 5, "all"), ("h16", 5, "db"),
         ("h17", 1, "all"), ("h17", 1, "db"), ("h17", 5, "all"), ("h17", 5, "db"),
@@ -272,6 +273,36 @@ def test_a_step_that_fades_after_a_later_cut_is_no_application_change() -> None:
     findings = SegmentDetector().detect(_frame("r13", 1, "db"))
     score = score_run(findings, truth, hog_in_cpu=False)
     assert score.false_application == 0 and score.change_found and score.first_right, score
+
+
+@pytest.mark.parametrize("window_s", [1, 5])
+@pytest.mark.parametrize("cpu", ["db", "all"])
+def test_a_writer_that_slows_with_the_mix_is_no_application_change(window_s: int, cpu: str) -> None:
+    """h19 (t4 made twice as heavy at 19:42:14): t1, the only type that writes, slowed against
+    the readers at the mix change of 19:38:50 (.63 of t2's latency, then .92) and stayed slow
+    for four phases, so the later half of the windows after it kept the step (+36-42%, t
+    7-9.5), but it came back in the seventh phase's mix (.59): 0.12-0.14 of its step there. A
+    change of code holds in every later workload regime; this one does not, and only the real
+    change is reported (fourteenth round)."""
+    truth = RunTruth.read(CORPUS / "h19" / "truth.json")
+    findings = SegmentDetector().detect(_frame("h19", window_s, cpu))
+    score = score_run(findings, truth, hog_in_cpu=cpu == "all")
+    assert score.false_application == 0 and score.change_found, score
+    assert "t4" in score.named and "t1" not in score.named, score
+    changes = [f for f in findings if f.kind.value == "application_change"]
+    assert len(changes) == 1, changes
+
+
+@pytest.mark.xfail(strict=True, reason="h19: t0 named before t4 (t1's drift in the yardstick)")
+@pytest.mark.parametrize("window_s", [1, 5])
+def test_the_type_changed_where_a_writer_came_back_is_named_first(window_s: int) -> None:
+    """h19: at t4's change t1 came back from its drift (.80 of t2's latency, then .59), and
+    t4's rise tilts the yardstick; t0, the cheapest, seems slower too and is named first.
+    Judging the first type together with one that got faster at the same moment names t4
+    here, but loses r11 (held out) in three configurations (fourteenth round)."""
+    truth = RunTruth.read(CORPUS / "h19" / "truth.json")
+    findings = SegmentDetector().detect(_frame("h19", window_s, "db"))
+    assert score_run(findings, truth, hog_in_cpu=False).first_right
 
 
 @pytest.mark.parametrize(("run", "cpu"), [("c16", "db"), ("c07", "all")])

@@ -10,6 +10,7 @@ import pytest
 from scipy.stats import t as t_dist
 
 from perfsleuth.errors import DataError
+from perfsleuth.segments.kernels.mix import mix_regimes
 from perfsleuth.segments.kernels.ownstep import (
     _shared_error,
     _wls,
@@ -17,6 +18,7 @@ from perfsleuth.segments.kernels.ownstep import (
     joint_steps,
     own_latency,
     own_steps,
+    regime_steps,
     step_at,
     step_bar,
     window_gain,
@@ -179,6 +181,44 @@ def test_a_type_whose_own_latency_moves_with_every_mix_raises_the_history_bar(
         latency[start : start + 45, 1] *= math.exp(rng.normal(0.0, 0.3))
     noisy = history_bar(latency, counts, np.arange(300), 255, names=NAMES, block=20, least=30)
     assert noisy > max(quiet, 2.0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_change_of_code_holds_in_every_later_mix(name: str) -> None:
+    latency, counts = busy_host(3, changed=(name,))
+    rows = np.arange(300)
+    regimes = mix_regimes(counts, np.ones(300), least=30)
+    later = regime_steps(latency, counts, rows, 200, regimes, name=name, names=NAMES, block=20,
+                         least=30)  # fmt: skip
+    # 225-270 and 270-300 (200-225 is too short to judge), where the type ran in 30 windows
+    assert 1 <= len(later) <= 2
+    (step,) = step_at(latency, counts, rows, 200, names=NAMES, block=20, only=[name])
+    assert all(x >= 0.5 * step.shift for x in later), (later, step.shift)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_type_that_slows_with_some_mixes_does_not_hold_in_every_later_mix(seed: int) -> None:
+    # t1 writes: from the third mix on it waits 1.5 times as long on the log and the disk,
+    # except in the fifth mix, which writes little (h19's t1: .63 of t2's latency, then .92,
+    # and .59 in the seventh phase). It lasts by the later half of the windows after it, but
+    # one later mix shows none of it
+    latency, counts = busy_host(seed)
+    latency[90:, 1] *= 1.5
+    latency[180:225, 1] /= 1.5
+    rows = np.arange(300)
+    (step,) = step_at(latency, counts, rows, 90, names=NAMES, block=20, only=["t1"])
+    assert step.lasting and step.ratio >= 1.2
+    regimes = mix_regimes(counts, np.ones(300), least=30)
+    later = regime_steps(latency, counts, rows, 90, regimes, name="t1", names=NAMES, block=20,
+                         least=30)  # fmt: skip
+    assert len(later) == 5
+    assert min(later) < 0.5 * step.shift and later[2] == min(later)
+
+
+def test_regime_steps_needs_a_label_per_window() -> None:
+    latency, counts = busy_host(0)
+    with pytest.raises(ValueError, match="labels"):
+        regime_steps(latency, counts, np.arange(300), 90, np.zeros(299), name="t1", names=NAMES)
 
 
 def test_the_history_bar_needs_a_history() -> None:

@@ -62,6 +62,7 @@ __all__ = [
     "joint_steps",
     "own_latency",
     "own_steps",
+    "regime_steps",
     "step_at",
     "step_bar",
     "window_gain",
@@ -298,6 +299,53 @@ def step_at(
         if tested is not None:
             out.append(OwnStep(str(name), split, *tested))
     return tuple(sorted(out, key=lambda s: -s.score))
+
+
+def regime_steps(
+    latency: ArrayLike,
+    counts: ArrayLike,
+    rows: ArrayLike,
+    split: int,
+    regimes: ArrayLike,
+    *,
+    name: str,
+    names: Sequence[str],
+    block: int = 10,
+    exclude: Sequence[str] = (),
+    least: int = 5,
+) -> tuple[float, ...]:
+    """The step of type ``name``'s own latency at ``split`` (offset into the windows ``rows``)
+    as each later workload regime sees it: per regime (``regimes``, one label per row of
+    ``rows``) with at least ``least`` windows after the split, the weighted mean of its own
+    latency there less the mean before the split, in time order. The types ``exclude`` are no
+    yardstick; the type's sensitivity to the common stretch is learnt before the split and
+    taken out, as :func:`step_at` tests a step."""
+    r = np.asarray(latency, dtype=np.float64)
+    n = np.asarray(counts, dtype=np.float64)
+    part = np.asarray(rows, dtype=np.intp).reshape(-1)
+    label = np.asarray(regimes).reshape(-1)
+    if len(label) != len(part):
+        raise ValueError(f"regimes has {len(label)} labels for {len(part)} windows")
+    j = list(names).index(name)
+    own, weight, stretch = _own_parts(
+        r[part], n[part], names, max(1, block // 2), exclude, only=[name]
+    )
+    mass = weight[:, j]
+    before = np.arange(len(part)) < split
+    if mass[before].sum() <= 0:
+        return ()
+    value = _partialled(np.nan_to_num(own[:, j]), mass, stretch[:, j], before)
+    base = float(mass[before] @ value[before]) / float(mass[before].sum())
+    # enough to judge: ``least`` windows, holding ``least`` typical windows' worth of what
+    # they show of the type (a stretch where the load generator is seconds behind its
+    # schedule has a gain near 0 and shows nothing: r09, the phase after its change)
+    typical = float(np.median(mass[mass > 0]))
+    out = []
+    for regime in dict.fromkeys(label[~before].tolist()):
+        held = ~before & (label == regime) & (mass > 0)
+        if held.sum() >= least and float(mass[held].sum()) >= least * typical:
+            out.append(float(mass[held] @ value[held]) / float(mass[held].sum()) - base)
+    return tuple(out)
 
 
 def step_bar(
