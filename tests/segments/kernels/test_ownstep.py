@@ -185,13 +185,16 @@ def test_a_type_whose_own_latency_moves_with_every_mix_raises_the_history_bar(
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_change_of_code_holds_in_every_later_mix(name: str) -> None:
-    latency, counts = busy_host(3, changed=(name,))
-    rows = np.arange(300)
-    regimes = mix_regimes(counts, np.ones(300), least=30)
+    # the type runs at its own steady rate in every mix, so that each later mix can judge it
+    latency, counts = busy_host(3, m=390, changed=(name,))
+    j = NAMES.index(name)
+    counts[:, j] = np.random.default_rng(j).poisson(30, size=390)
+    rows = np.arange(390)
+    regimes = mix_regimes(counts, np.ones(390), least=30)
     later = regime_steps(latency, counts, rows, 200, regimes, name=name, names=NAMES, block=20,
                          least=30)  # fmt: skip
-    # 225-270 and 270-300 (200-225 is too short to judge), where the type ran in 30 windows
-    assert 1 <= len(later) <= 2
+    # of 225-270, 270-315, 315-360, 360-390 (200-225 is too short), those where the type shows
+    assert len(later) >= 2
     (step,) = step_at(latency, counts, rows, 200, names=NAMES, block=20, only=[name])
     assert all(x >= 0.5 * step.shift for x in later), (later, step.shift)
 
@@ -203,6 +206,7 @@ def test_a_type_that_slows_with_some_mixes_does_not_hold_in_every_later_mix(seed
     # and .59 in the seventh phase). It lasts by the later half of the windows after it, but
     # one later mix shows none of it
     latency, counts = busy_host(seed)
+    counts[:, 1] = np.random.default_rng(seed).poisson(30, size=300)  # t1 in every mix
     latency[90:, 1] *= 1.5
     latency[180:225, 1] /= 1.5
     rows = np.arange(300)
@@ -211,8 +215,22 @@ def test_a_type_that_slows_with_some_mixes_does_not_hold_in_every_later_mix(seed
     regimes = mix_regimes(counts, np.ones(300), least=30)
     later = regime_steps(latency, counts, rows, 90, regimes, name="t1", names=NAMES, block=20,
                          least=30)  # fmt: skip
-    assert len(later) == 5
-    assert min(later) < 0.5 * step.shift and later[2] == min(later)
+    assert len(later) >= 3
+    assert min(later) < 0.5 * step.shift
+    assert sum(x < 0.5 * step.shift for x in later) == 1  # the fifth mix's only
+
+
+def test_a_mix_that_shows_nothing_of_the_type_is_not_judged() -> None:
+    # the load generator seconds behind its schedule for the mix after the change: every
+    # type waits alike (gain ~0), so that mix shows nothing of t2's step and is not judged
+    latency, counts = busy_host(3, changed=("t2",), at=180)
+    latency[180:225] = 1.5 * (1.0 + 0.01 * np.arange(5))
+    rows = np.arange(300)
+    regimes = mix_regimes(counts, np.ones(300), least=30)
+    later = regime_steps(latency, counts, rows, 180, regimes, name="t2", names=NAMES, block=20,
+                         least=30)  # fmt: skip
+    (step,) = step_at(latency, counts, rows, 225, names=NAMES, block=20, only=["t2"])
+    assert 1 <= len(later) <= 2 and all(x >= 0.5 * step.shift for x in later), later
 
 
 def test_regime_steps_needs_a_label_per_window() -> None:

@@ -316,8 +316,9 @@ def regime_steps(
 ) -> tuple[float, ...]:
     """The step of type ``name``'s own latency at ``split`` (offset into the windows ``rows``)
     as each later workload regime sees it: per regime (``regimes``, one label per row of
-    ``rows``) with at least ``least`` windows after the split, the weighted mean of its own
-    latency there less the mean before the split, in time order. The types ``exclude`` are no
+    ``rows``) with at least ``least`` windows after the split that hold as much weight as
+    ``least`` of the type's median windows, the weighted mean of its own latency there less
+    the mean before the split, in time order. The types ``exclude`` are no
     yardstick; the type's sensitivity to the common stretch is learnt before the split and
     taken out, as :func:`step_at` tests a step."""
     r = np.asarray(latency, dtype=np.float64)
