@@ -237,6 +237,8 @@ def test_regime_steps_needs_a_label_per_window() -> None:
     latency, counts = busy_host(0)
     with pytest.raises(ValueError, match="labels"):
         regime_steps(latency, counts, np.arange(300), 90, np.zeros(299), name="t1", names=NAMES)
+    with pytest.raises(DataError, match="t9"):
+        regime_steps(latency, counts, np.arange(300), 90, np.zeros(300), name="t9", names=NAMES)
 
 
 def test_the_history_bar_needs_a_history() -> None:

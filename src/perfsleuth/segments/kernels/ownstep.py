@@ -318,15 +318,17 @@ def regime_steps(
     as each later workload regime sees it: per regime (``regimes``, one label per row of
     ``rows``) with at least ``least`` windows after the split that hold as much weight as
     ``least`` of the type's median windows, the weighted mean of its own latency there less
-    the mean before the split, in time order. The types ``exclude`` are no
-    yardstick; the type's sensitivity to the common stretch is learnt before the split and
-    taken out, as :func:`step_at` tests a step."""
+    the mean before the split, in time order. The types ``exclude`` are no yardstick; the
+    type's sensitivity to the common stretch is learnt before the split and taken out, as
+    :func:`step_at` tests a step."""
     r = np.asarray(latency, dtype=np.float64)
     n = np.asarray(counts, dtype=np.float64)
     part = np.asarray(rows, dtype=np.intp).reshape(-1)
     label = np.asarray(regimes).reshape(-1)
     if len(label) != len(part):
         raise ValueError(f"regimes has {len(label)} labels for {len(part)} windows")
+    if name not in names:
+        raise DataError(f"regime_steps: no type named {name}")
     j = list(names).index(name)
     own, weight, stretch = _own_parts(
         r[part], n[part], names, max(1, block // 2), exclude, only=[name]
