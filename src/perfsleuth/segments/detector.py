@@ -88,7 +88,8 @@ by the transactions served: ``cpu_t = C0·L_t + Σ_i C_i·N_it``
    smallest (one type's change tilts the yardstick, so the type at the other end of the cost
    range seems to move too); where that type leaves another slower, the pair of types that
    does (two types changed at once are each in the other's yardstick); each type found is no
-   yardstick for the next. When none does
+   yardstick for the next, nor is a type whose step passed the bar in step 4 but did not hold
+   in every later workload regime (its own time moves with the mix). When none does
    (the paper's rule), the types whose CPU cost alone shifted
    (:func:`~perfsleuth.segments.kernels.cpumodel.shift_test`), else, tentatively, the type
    whose own latency rose most. Their CPU cost per transaction before and its shift after, with
@@ -640,14 +641,19 @@ class SegmentDetector(DetectorMixin):
     ) -> tuple[list[tuple[tuple[int, int], ...]], list[CpuModel], list[Boundary]]:
         """Group consecutive normal spans into periods of one application (step 4 of the
         module docstring) and name what changed between them."""
+        drifting: set[str] = set()
         groups, late = (
-            self._located(data, normal) if self.confirm else (self._merged(data, normal), set())
+            self._located(data, normal, drifting)
+            if self.confirm
+            else (self._merged(data, normal), set())
         )
         boundaries = []
         for i in range(len(groups) - 1):
             change = self._change(data, groups[i], groups[i + 1])
             change = replace(change, end_of_data=change.index in late)
-            boundaries.append(self._name(data, change, _rows(groups[i]), _rows(groups[i + 1])))
+            boundaries.append(
+                self._name(data, change, _rows(groups[i]), _rows(groups[i + 1]), drifting)
+            )
         for group in groups:
             # within a period of one application, the CPU model's other cuts: workloads
             for j in range(1, len(group)):
@@ -690,7 +696,7 @@ class SegmentDetector(DetectorMixin):
         return groups
 
     def _located(
-        self, data: Windows, normal: list[tuple[int, int]]
+        self, data: Windows, normal: list[tuple[int, int]], drifting: set[str] | None = None
     ) -> tuple[list[list[tuple[int, int]]], set[int]]:
         """Application changes: where one transaction type's own latency steps for good, by
         binary segmentation of the normal windows.
@@ -702,7 +708,9 @@ class SegmentDetector(DetectorMixin):
         largest (:func:`own_steps`); the most certain that is an application change
         (:meth:`_application_step`) cuts them, and both sides are searched again. Both sides
         of a cut last at least ``min_duration`` seconds. Returns the periods, each a list of
-        spans, and the cuts found only by the end-of-data bar (:meth:`_application_step`).
+        spans, and the cuts found only by the end-of-data bar (:meth:`_application_step`);
+        ``drifting`` (when given) gets the types whose step passed the bar but did not hold in
+        every later workload regime.
 
         """
         spans = sorted(normal)
@@ -721,7 +729,13 @@ class SegmentDetector(DetectorMixin):
             # (the types of the cuts after it no yardstick)
             known = tuple(sorted({name for c, name in named.items() if c >= hi}))
             found = self._application_step(
-                data, part, least, at_end=hi == len(rows), beyond=rows[hi:], known=known
+                data,
+                part,
+                least,
+                at_end=hi == len(rows),
+                beyond=rows[hi:],
+                known=known,
+                drifting=drifting,
             )
             if found is None:
                 continue
@@ -763,6 +777,7 @@ class SegmentDetector(DetectorMixin):
         at_end: bool = False,
         beyond: NDArray[np.intp] | None = None,
         known: tuple[str, ...] = (),
+        drifting: set[str] | None = None,
     ) -> tuple[int, str, bool] | None:
         """Where in the windows ``part`` one type's own latency steps in a way only a change
         of code explains (offset into ``part``) and that type, or None. The step must reach
@@ -812,8 +827,12 @@ class SegmentDetector(DetectorMixin):
             # bars judge it, and it is reported as tentative (lower confidence)
             passing = [step for step in steps if passes_at_end(step)]
             tentative = True
-        # a change of code holds in every later workload, not only on average
-        passing = [s for s in passing if self._in_each_regime(data, part, beyond, s, known, least)]
+        # a change of code holds in every later workload, not only on average; a type whose
+        # step does not moves with the mix (``drifting``: no yardstick when naming)
+        held = [s for s in passing if self._in_each_regime(data, part, beyond, s, known, least)]
+        if drifting is not None:
+            drifting.update(s.name for s in passing if s not in held)
+        passing = held
         if not passing:
             return None
         # the most certain step cuts first, not the largest in logs: a type with a few
@@ -1078,12 +1097,13 @@ class SegmentDetector(DetectorMixin):
         boundary: Boundary,
         before: NDArray[np.intp],
         after: NDArray[np.intp],
+        drifting: set[str] | frozenset[str] = frozenset(),
     ) -> Boundary:
         """The types an application change names, the most certain first, and their CPU cost
         shifts (step 5 of the module docstring). ``before`` and ``after`` are the two periods'
         windows: ``boundary.before`` spans an anomaly between a period's spans, whose CPU would
         turn the direction the CPU moved around."""
-        own, slower = self._own_named(data, before, after)
+        own, slower = self._own_named(data, before, after, drifting)
         named = [step.name for step in own if step.shift > 0]
         tentative = False
         if not named:
@@ -1111,7 +1131,11 @@ class SegmentDetector(DetectorMixin):
         )
 
     def _own_named(
-        self, data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
+        self,
+        data: Windows,
+        before: NDArray[np.intp],
+        after: NDArray[np.intp],
+        drifting: set[str] | frozenset[str] = frozenset(),
     ) -> tuple[list[OwnStep], str | None]:
         """The steps of the types whose own latency stepped for good between two periods, in
         the order they explain the steps, and the type whose own latency rose most (None if
@@ -1125,7 +1149,9 @@ class SegmentDetector(DetectorMixin):
         ``alpha`` shared over the types, at least ``min_change``, lasting), the one which,
         once no yardstick, leaves the others' steps smallest (sum of their squared t). Each
         type found is no yardstick for the next; those that got slower are named, those that
-        got faster reported beside them."""
+        got faster reported beside them. The types ``drifting`` (a step of theirs passed the
+        bar but did not hold in every later workload regime: their own time moves with the
+        mix) are no yardstick either."""
         rows = np.concatenate([before, after])
         bar = float(norm.ppf(1 - self.alpha / (2 * len(data.types))))
 
@@ -1137,7 +1163,7 @@ class SegmentDetector(DetectorMixin):
                 len(before),
                 names=data.types,
                 block=_block(data),
-                exclude=exclude,
+                exclude=[*exclude, *sorted(set(drifting) - set(exclude))],
             )
             return {s.name: s for s in found if s.name not in exclude}
 
