@@ -827,20 +827,18 @@ class SegmentDetector(DetectorMixin):
             # bars judge it, and it is reported as tentative (lower confidence)
             passing = [step for step in steps if passes_at_end(step)]
             tentative = True
-        # a change of code holds in every later workload, not only on average; a type whose
-        # step does not moves with the mix (``drifting``: no yardstick when naming)
-        held = [s for s in passing if self._in_each_regime(data, part, beyond, s, known, least)]
-        if drifting is not None:
-            drifting.update(s.name for s in passing if s not in held)
-        passing = held
-        if not passing:
-            return None
         # the most certain step cuts first, not the largest in logs: a type with a few
         # transactions a window steps far and loosely, and the tilt a cheap type's change
         # gives the yardstick shows on the dearest type (c14: t4, 1% of a phase's mix,
-        # +0.51 at t 7.6 cut 35 s before t0's real +0.46 at t 14.6)
-        top = max(passing, key=lambda s: s.score)
-        return top.index, top.name, tentative
+        # +0.51 at t 7.6 cut 35 s before t0's real +0.46 at t 14.6) — of those that hold in
+        # every later workload, not only on average; a type whose step does not moves with
+        # the mix (``drifting``: no yardstick when naming)
+        for top in sorted(passing, key=lambda s: -s.score):
+            if self._in_each_regime(data, part, beyond, top, known, least):
+                return top.index, top.name, tentative
+            if drifting is not None:
+                drifting.add(top.name)
+        return None
 
     def _for_good(
         self,
