@@ -458,11 +458,10 @@ def _block_mean(values: FloatArray, weights: FloatArray, block: int) -> tuple[fl
     means, mass = _blockwise(values, weights, ok, max(int(block), 1))
     if len(means) < 2:
         return mean, math.inf, 0
-    m, wt = means, mass
-    share = wt / wt.sum()
+    share = mass / mass.sum()
     # variance of a weighted mean of block means: Σ share² · (spread of the blocks)
-    spread = float(np.sum(wt * (m - mean) ** 2) / wt.sum()) * len(m) / (len(m) - 1)
-    return mean, math.sqrt(spread * float(np.sum(share**2))), len(m) - 1
+    spread = float(np.sum(mass * (means - mean) ** 2) / mass.sum()) * len(means) / (len(means) - 1)
+    return mean, math.sqrt(spread * float(np.sum(share**2))), len(means) - 1
 
 
 def _blockwise(
