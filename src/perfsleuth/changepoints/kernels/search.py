@@ -136,7 +136,7 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perfsleuth.changepoints.kernels import fpa, seeded
+from perfsleuth.changepoints.kernels import fpa, kinks, seeded
 from perfsleuth.errors import DataError, NotEnoughDataError
 from perfsleuth.stats import robust as robust_mod
 
@@ -212,6 +212,12 @@ class ChangePoint:
     segment means). ``spread_before``/``spread_after`` are the standard deviations of the raw
     values in the final segments either side. With ``robust``, ``statistic`` is T of the tested
     segment after its skewness-removing transform.
+
+    ``kind`` is ``"level"`` (the mean jumps) or ``"slope"`` (the growth rate changes, the line
+    stays continuous: :mod:`perfsleuth.changepoints.kernels.kinks`). A slope point has
+    ``slope_before``/``slope_after`` (per reading, in the series' units), ``shift`` 0,
+    ``statistic``/``critical_value`` its z² and the kink table's bar, and ``effect`` how far
+    the slope change moves the line over its shorter side, in noise σ.
     """
 
     index: int
@@ -231,6 +237,9 @@ class ChangePoint:
     spread_before: tuple[float, ...] = ()
     spread_after: tuple[float, ...] = ()
     strength: float = math.nan
+    kind: Literal["level", "slope"] = "level"
+    slope_before: tuple[float, ...] = ()
+    slope_after: tuple[float, ...] = ()
 
     @property
     def significant(self) -> bool:
@@ -940,6 +949,20 @@ def find_change_points(
             slope, accepted, pruned = _prune_with_trend(adjusted, slope, accepted)
             rejected = [*rejected, *pruned]
     level = adjusted - np.outer(_ramp(n), slope)  # the piecewise-constant part (plus noise)
+    bends: list[kinks.Kink] = []
+    if robust_search and dims == 1 and slope.any() and n >= _TREND_MIN_LENGTH:
+        judged = functools.partial(
+            kinks.find_kinks,
+            adjusted[:, 0],
+            alpha=float(alpha),
+            spend=alpha_spending == "length",
+            min_size=size,
+            min_effect=float(min_effect),
+            min_relative_change=float(min_relative_change),
+            cost=functools.partial(_cost, float(penalty)),
+        )
+        accepted, bends, replaced = _with_kinks(adjusted[:, 0], slope[0], accepted, judged)
+        rejected = [*rejected, *replaced]
 
     dropped: list[ChangePoint] = []
     if not robust_search:
@@ -965,6 +988,11 @@ def find_change_points(
         )
         for i, p in enumerate(accepted)
     )
+    if bends:  # the segments holding a kink: their own broken line instead of level + trend
+        fitted[:, 0] = cycle[:, 0] + kinks.broken_line(
+            adjusted[:, 0], bounds, bends, fitted[:, 0] - cycle[:, 0]
+        )
+        points, segments, bounds = _with_slope_points(points, bends, raw, x, unit)
     spikes, spike_runs = _spikes(x - fitted, bounds, size) if robust_search else ((), ())
     log(
         "change points: %d found, %d candidate(s) dropped, %.2f s",
@@ -1006,6 +1034,88 @@ def _negligible(
     sigma = _residual_scale(y - np.outer(_ramp(n), slope), bounds)
     rise = np.abs(slope) * n
     return bool(np.all(rise < min_effect * np.where(sigma > 0, sigma, np.inf)))
+
+
+def _with_kinks(
+    y: FloatArray,
+    slope: float,
+    accepted: list[ChangePoint],
+    judged: Callable[[list[int]], list[kinks.Kink]],
+) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
+    """Changes of growth rate on a trending one-column series: (level points, kinks, level
+    points dropped).
+
+    Two descriptions compete, as the trend's two starts do: the level search's (its segments
+    and common slope, with the kinks found inside its segments) and a broken line alone (the
+    kinks of the whole series, no level point). A staircase of level points is how the level
+    search draws a growth rate that bends (global temperature: steps at 42 and 147 for bends
+    at 62, 90 and 120); the better description by BIC is kept."""
+    n = y.size
+    cuts = sorted(p.index for p in accepted)
+    bounds = [0, *cuts, n]
+    inside = judged(bounds)
+    if not accepted:
+        return accepted, inside, []
+    alone = judged([0, n])
+    if not alone:
+        return accepted, inside, []
+    stepped = _segment_means(y[:, None] - slope * _ramp(n)[:, None], cuts)[:, 0] + slope * _ramp(n)
+    stepped = kinks.broken_line(y, bounds, inside, stepped)
+    # parameters: a position and a level per point, an intercept and the slope; a position and
+    # a slope per kink, and its segment's own slope
+    held = {a for a, b in itertools.pairwise(bounds) if any(a < k.index < b for k in inside)}
+    level_fit = _bic_of(y, stepped, 2 * len(accepted) + 2 + 2 * len(inside) + len(held))
+    broken = kinks.broken_line(y, [0, n], alone, np.zeros(n))
+    if _bic_of(y, broken, 2 * len(alone) + 2) < level_fit:
+        return [], alone, list(accepted)
+    return accepted, inside, []
+
+
+def _bic_of(y: FloatArray, fitted: FloatArray, params: int) -> float:
+    n = y.size
+    rss = max(float(((y - fitted) ** 2).sum()), np.finfo(float).tiny)
+    return n * math.log(rss / n) + params * math.log(n)
+
+
+def _with_slope_points(
+    points: tuple[ChangePoint, ...],
+    bends: list[kinks.Kink],
+    raw: FloatArray,
+    x: FloatArray,
+    unit: float,
+) -> tuple[tuple[ChangePoint, ...], tuple[Segment, ...], list[int]]:
+    """The level points and the kinks as one sorted result: (points, segments, bounds)."""
+    n = raw.shape[0]
+    bounds = sorted({0, n, *(p.index for p in points), *(k.index for k in bends)})
+    segments = tuple(Segment(a, b, _mean(raw[a:b])) for a, b in itertools.pairwise(bounds))
+    where = {b: i for i, b in enumerate(bounds)}
+    slopes = [
+        ChangePoint(
+            index=k.index,
+            statistic=k.statistic,
+            critical_value=k.critical_value,
+            p_value=k.p_value,
+            alpha=k.alpha,
+            phi=k.phi,
+            phi_residual=k.phi,
+            level=0,
+            start=k.start,
+            stop=k.stop,
+            mean_before=segments[where[k.index] - 1].mean,
+            mean_after=segments[where[k.index]].mean,
+            shift=(0.0,),
+            effect=k.effect,
+            spread_before=_spread(x[bounds[where[k.index] - 1] : k.index], unit),
+            spread_after=_spread(x[k.index : bounds[where[k.index] + 1]], unit),
+            strength=k.statistic,
+            kind="slope",
+            slope_before=(unit * k.slope_before,),
+            slope_after=(unit * k.slope_after,),
+        )
+        for k in bends
+    ]
+    merged = tuple(sorted([*points, *slopes], key=lambda p: p.index))
+    return merged, segments, bounds
 
 
 def _auto_min_size(n: int) -> int:

@@ -1,0 +1,294 @@
+"""Changes of growth rate (a kink: the slope changes, the line stays continuous).
+
+The level search answers "when did the mean change?" and removes at most one common slope
+inside its segments (``search``, step 6 of ``docs/changepoints.md``). A growth rate that
+changes (disk usage filling faster, a population or an index whose growth bends) is then no
+change point at all. On a series whose trend the level search kept, each of its final
+segments is searched for the best single kink — its own line plus a hinge ``max(0, t − k)``
+— and the kink is kept when it passes the same kind of gates a level point passes:
+
+* **significant**: z², the hinge's squared t in long-run noise units (AR(1) plug-in: the
+  residuals' white variance times (1 + φ) / (1 − φ), φ their lag-1 autocorrelation about the
+  kinked line), above the critical value of the best kink of a straight line in AR(1) noise
+  at the level spent on the segment's length (α · length / n). The null distribution depends
+  on the true φ, which 20–100 readings cannot pin down (the plug-in φ is biased low), so the
+  critical value is the *largest* over φ ∈ {0, .3, .5, .7, .8, .9} of the simulated quantile
+  (``scripts/make_kink_table.py``): the test has size at most α for every φ up to .9 (the
+  largest is always at .9 below 1,000 readings; at n = 40, p = .05 it is 44.9 against 6.9 for
+  white noise). A random walk (φ = 1) is beyond it: its drift bends as often as it likes;
+* **large**: the slope change moves the line at least ``min_effect`` noise σ (robust σ of
+  the residuals about the kinked line) over its shorter side, and, with a relative floor,
+  that fraction of the largest fitted level on that side;
+* **worth its cost**: z² at least the level points' cost of a split with the same shorter
+  side (``search._cost``, with ν = n (1 − φ) / (1 + φ) independent readings);
+* **not a spike**: it still pays that cost without the one reading of its shorter side that
+  supports it most.
+
+A kept kink splits its segment, and both parts are searched again (binary segmentation on
+slopes), each with its own line. Kinks are searched on one-column series only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from perfsleuth.stats import robust as robust_mod
+
+FloatArray = npt.NDArray[np.float64]
+
+# The critical z² of the best kink of a straight line (its own line fitted) in stationary
+# Gaussian AR(1) noise, the largest over φ ∈ {0, .3, .5, .7, .8, .9}: rows the segment length,
+# columns the tail probability. Made by ``scripts/make_kink_table.py`` (20,000 series per
+# (n, φ), 5,000 from 2,000 readings on; seed 20261128; shorter side at least 5 readings), each
+# row then raised to the largest of the rows for longer segments, so that simulation noise
+# cannot make a shorter segment's bar the lower one.
+TABLE_N = (20, 25, 30, 40, 50, 60, 80, 100, 120, 160, 200, 300, 400, 600, 800, 1000, 2000, 5000)
+TABLE_P = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
+TABLE_Z2: tuple[tuple[float, ...], ...] = (
+    (238.41, 196.70, 144.60, 113.91, 86.89, 56.96, 37.31),  # n = 20
+    (238.41, 196.70, 144.60, 113.91, 85.33, 54.87, 35.88),  # n = 25
+    (238.41, 196.70, 144.60, 112.56, 85.33, 52.27, 34.42),  # n = 30
+    (187.84, 146.50, 117.11, 90.07, 68.83, 44.89, 29.44),  # n = 40
+    (187.84, 146.50, 103.88, 78.59, 60.22, 38.81, 25.34),  # n = 50
+    (159.00, 127.06, 91.16, 69.34, 52.68, 33.62, 22.48),  # n = 60
+    (119.17, 93.98, 70.81, 56.11, 42.34, 26.81, 18.28),  # n = 80
+    (84.23, 75.67, 59.49, 43.47, 33.54, 22.35, 15.44),  # n = 100
+    (81.11, 64.53, 50.53, 39.85, 30.82, 20.42, 13.97),  # n = 120
+    (52.29, 45.26, 37.58, 30.22, 23.74, 16.66, 11.59),  # n = 160
+    (46.36, 38.45, 30.56, 25.40, 20.40, 14.11, 10.19),  # n = 200
+    (37.13, 31.21, 24.45, 20.16, 15.96, 11.32, 8.45),  # n = 300
+    (30.69, 26.39, 21.34, 17.36, 13.95, 10.24, 7.61),  # n = 400
+    (24.69, 21.23, 17.77, 14.86, 12.23, 9.10, 7.07),  # n = 600
+    (21.38, 18.59, 16.10, 13.56, 11.21, 8.54, 7.04),  # n = 800
+    (19.68, 17.70, 15.01, 12.98, 10.69, 8.54, 7.04),  # n = 1000
+    (18.37, 15.89, 13.78, 11.65, 10.27, 8.54, 7.04),  # n = 2000
+    (18.37, 15.89, 13.10, 11.42, 10.27, 8.54, 7.04),  # n = 5000
+)
+
+MIN_SIDE = 5  # fewest readings on either side of a kink: a slope needs more than a level
+MIN_LENGTH = 20  # shortest segment searched (the trend's own shortest series)
+
+
+@dataclass(frozen=True, slots=True)
+class Kink:
+    """A kept change of slope at ``index`` (the line's vertex) of the segment
+    ``start``–``stop``: slopes per reading either side, z² against its critical value."""
+
+    index: int
+    start: int
+    stop: int
+    slope_before: float
+    slope_after: float
+    statistic: float
+    critical_value: float
+    p_value: float
+    alpha: float
+    phi: float
+    effect: float
+
+
+def _suffix(a: FloatArray) -> FloatArray:
+    """s[k] = sum of a[t] for t > k."""
+    out = np.zeros_like(a)
+    out[:-1] = np.cumsum(a[::-1])[::-1][1:]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    k: int
+    numerator: float  # hinge · residuals about the line
+    denominator: float  # |hinge less its projection on the line|²
+    hinge: FloatArray  # the chosen hinge less its projection on the line
+    residual: FloatArray  # residuals about the line
+
+
+def best_kink(y: FloatArray, side: int) -> _Scan | None:
+    """The hinge that most reduces the residual sum of squares about ``y``'s straight line,
+    with at least ``side`` readings either side of the vertex; O(n) by suffix sums."""
+    n = y.size
+    positions = np.arange(side, n - side)
+    if positions.size == 0:
+        return None
+    t = np.arange(n, dtype=np.float64)
+    tc = t - t.mean()
+    stt = float(tc @ tc)
+    residual = y - y.mean() - float(tc @ y) / stt * tc
+    k = t
+    numerator = _suffix(t * residual) - k * _suffix(residual)
+    after = n - 1 - k  # hinge values 1 … after
+    sum_h = after * (after + 1) / 2
+    sum_hh = after * (after + 1) * (2 * after + 1) / 6
+    sum_htc = _suffix(t * t) - k * _suffix(t) - t.mean() * sum_h
+    denominator = sum_hh - sum_h**2 / n - sum_htc**2 / stt
+    gain = numerator[positions] ** 2 / np.maximum(denominator[positions], np.finfo(float).tiny)
+    j = int(positions[np.argmax(gain)])
+    h = np.maximum(t - j, 0.0)
+    hinge = h - h.mean() - float(tc @ h) / stt * tc
+    return _Scan(j, float(numerator[j]), float(denominator[j]), hinge, residual)
+
+
+def _row(length: int) -> FloatArray:
+    """log z² at each of :data:`TABLE_P` for ``length``: linear in log n between the grid's
+    lengths, the end rows beyond them."""
+    logs = np.log(np.asarray(TABLE_Z2))
+    ln = min(max(math.log(length), math.log(TABLE_N[0])), math.log(TABLE_N[-1]))
+    return np.array([np.interp(ln, np.log(TABLE_N), logs[:, j]) for j in range(len(TABLE_P))])
+
+
+def critical_z2(length: int, alpha: float) -> float:
+    """The bar of :data:`TABLE_Z2` at ``length`` and tail probability ``alpha``: log z²
+    linear in log p, extended along its first two columns below the smallest p."""
+    row, lp, x = _row(length), np.log(TABLE_P), math.log(alpha)
+    if x < lp[0]:
+        slope = (row[1] - row[0]) / (lp[1] - lp[0])
+        return float(math.exp(row[0] + slope * (x - lp[0])))
+    return float(math.exp(np.interp(x, lp, row)))
+
+
+def tail_probability(length: int, z2: float) -> float:
+    """The inverse of :func:`critical_z2` (at most the table's largest p, .1)."""
+    row, lp = _row(length), np.log(TABLE_P)
+    y = math.log(max(z2, np.finfo(float).tiny))
+    if y > row[0]:
+        slope = (row[1] - row[0]) / (lp[1] - lp[0])
+        return float(math.exp(lp[0] + (y - row[0]) / slope))
+    return float(math.exp(np.interp(y, row[::-1], lp[::-1])))
+
+
+def _long_run(residual: FloatArray) -> tuple[float, float]:
+    """(long-run variance, φ) of AR(1) noise with these residuals (3 parameters fitted)."""
+    rr = float(residual @ residual)
+    if rr <= 0.0:
+        return 0.0, 0.0
+    phi = min(max(float(residual[1:] @ residual[:-1]) / rr, 0.0), 0.99)
+    white = rr / max(residual.size - 3, 1)
+    return white * (1 + phi) / (1 - phi), phi
+
+
+Cost = Callable[[int, int, float], float]  # (segment length, shorter side, ν) → bar on z²
+
+
+def judge(
+    y: FloatArray,
+    *,
+    alpha: float,
+    side: int,
+    min_effect: float,
+    min_relative_change: float,
+    cost: Cost,
+) -> Kink | None:
+    """The best kink of ``y`` (one segment) when it passes every gate, else None."""
+    n = y.size
+    scan = best_kink(y, side)
+    if scan is None or scan.denominator <= 0.0:
+        return None
+    beta = scan.numerator / scan.denominator
+    resid = scan.residual - beta * scan.hinge
+    variance, phi = _long_run(resid)
+    if variance <= 0.0:
+        return None
+    z2 = scan.numerator**2 / scan.denominator / variance
+    critical = critical_z2(n, alpha)
+    if z2 <= critical:
+        return None
+    shorter = min(scan.k, n - 1 - scan.k)
+    sigma = robust_mod.robust_scale(resid)
+    move = abs(beta) * shorter
+    if sigma > 0.0 and move < min_effect * sigma:
+        return None
+    fitted = y - resid
+    near = fitted[: scan.k + 1] if scan.k <= n - 1 - scan.k else fitted[scan.k :]
+    if move < min_relative_change * float(np.max(np.abs(near))):
+        return None
+    independent = n * (1 - phi) / (1 + phi)
+    bar = cost(n, shorter, independent)
+    if z2 < bar:
+        return None
+    # not a spike: without the reading of the shorter side that supports the kink most
+    part = slice(0, scan.k + 1) if scan.k <= n - 1 - scan.k else slice(scan.k, n)
+    terms = scan.hinge[part] * scan.residual[part] * math.copysign(1.0, scan.numerator)
+    i = int(np.argmax(terms)) + (part.start or 0)
+    without = scan.numerator - scan.hinge[i] * scan.residual[i]
+    rest = scan.denominator - scan.hinge[i] ** 2
+    if rest <= 0.0 or without**2 / rest / variance < bar:
+        return None
+    t = np.arange(n, dtype=np.float64)
+    slope_before = float(np.polyfit(t[: scan.k + 1], fitted[: scan.k + 1], 1)[0])
+    return Kink(
+        index=scan.k,
+        start=0,
+        stop=n,
+        slope_before=slope_before,
+        slope_after=slope_before + beta,
+        statistic=z2,
+        critical_value=critical,
+        p_value=tail_probability(n, z2),
+        alpha=alpha,
+        phi=phi,
+        effect=move / sigma if sigma > 0 else math.inf,
+    )
+
+
+def find_kinks(
+    y: FloatArray,
+    bounds: list[int],
+    *,
+    alpha: float,
+    spend: bool,
+    min_size: int,
+    min_effect: float,
+    min_relative_change: float,
+    cost: Cost,
+) -> list[Kink]:
+    """Kinks inside each segment of ``bounds`` (0 … n) of the one-column series ``y``: the
+    best kink of a segment, when kept, splits it and both parts are searched again. Each
+    segment is tested at α · its length / n (``spend``), else at α."""
+    n = y.size
+    side = max(min_size, MIN_SIDE)
+    found: list[Kink] = []
+    todo = [(a, b) for a, b in itertools.pairwise(bounds)]
+    while todo:
+        a, b = todo.pop()
+        if b - a < max(MIN_LENGTH, 2 * side + 1):
+            continue
+        kink = judge(
+            y[a:b],
+            alpha=alpha * (b - a) / n if spend else alpha,
+            side=side,
+            min_effect=min_effect,
+            min_relative_change=min_relative_change,
+            cost=cost,
+        )
+        if kink is None:
+            continue
+        at = a + kink.index
+        found.append(
+            Kink(at, a, b, kink.slope_before, kink.slope_after, kink.statistic,
+                 kink.critical_value, kink.p_value, kink.alpha, kink.phi, kink.effect)
+        )  # fmt: skip
+        todo += [(a, at), (at, b)]
+    return sorted(found, key=lambda k: k.index)
+
+
+def broken_line(
+    y: FloatArray, bounds: list[int], found: list[Kink], model: FloatArray
+) -> FloatArray:
+    """``model`` with each segment of ``bounds`` that holds a kink of ``found`` replaced by its
+    least-squares line plus one hinge per kink inside it."""
+    out = np.array(model, dtype=np.float64)
+    for a, b in itertools.pairwise(bounds):
+        inside = [k.index - a for k in found if a < k.index < b]
+        if not inside:
+            continue
+        t = np.arange(b - a, dtype=np.float64)
+        design = np.column_stack([np.ones(b - a), t, *(np.maximum(t - k, 0.0) for k in inside)])
+        coef, *_ = np.linalg.lstsq(design, y[a:b], rcond=None)
+        out[a:b] = design @ coef
+    return out
