@@ -130,3 +130,24 @@ def test_a_16k_point_series_report_stays_under_3_mb() -> None:
     html = render_html(list(analysis.findings), sections=[section(analysis)])
     bundle = len(get_plotlyjs().encode())
     assert len(html.encode()) - bundle <= 3_000_000
+
+
+def test_a_change_of_growth_is_tabled_as_growth_per_reading() -> None:
+    t = np.arange(150, dtype=float)
+    noise = np.random.default_rng(7).standard_normal(150)
+    values = 100 + 0.5 * t + 1.5 * np.maximum(t - 90, 0) + noise
+    frame = pd.DataFrame(
+        {
+            "time": pd.date_range("2024-05-01", periods=150, freq="min", tz="UTC"),
+            "entity": "db",
+            "metric": "rows",
+            "value": values,
+            "unit": "",
+        }
+    )
+    drawn = changepoint_section(frame)
+    (table,) = drawn.tables
+    (row,) = table.rows
+    assert table.columns[2:4] == ("before", "after")
+    assert row[2].startswith("+0.") and row[2].endswith("/reading")
+    assert row[3].startswith("+") and row[3].endswith("/reading")

@@ -3,7 +3,10 @@ one per large spike run.
 
 Each (entity, metric) series of a metric frame is searched with
 :func:`perfsleuth.changepoints.kernels.search.find_change_points`. A finding starts and ends at
-the first observation of the new segment, and says in the metric's own units how the mean moved.
+the first observation of the new segment, and says in the metric's own units how the mean moved
+— or, for a change of growth rate on a trending series (a point of kind ``"slope"``), how the
+growth per reading moved ("growth rose from +0.8 GB/reading to +2.1 GB/reading"); its relative
+change, for the severity, is that of the growth rate.
 
 Which points are reported is the search's job (:func:`~perfsleuth.changepoints.kernels.search.
 find_change_points`): significant, large enough to matter (``min_effect`` noise standard
@@ -212,7 +215,7 @@ class ChangePointDetector(DetectorMixin):
         out = []
         ranked = series.result.ranked()[: self.top]  # largest effect first
         for point in ranked:
-            before, after = point.mean_before[0], point.mean_after[0]
+            before, after = _before_after(point)
             change = _relative_change(before, after)
             when: datetime = times.iat[point.index].to_pydatetime()
             out.append(
@@ -244,6 +247,13 @@ class ChangePointDetector(DetectorMixin):
         if size >= self.error_relative_change and effect >= _ERROR_EFFECT and strong:
             return Severity.ERROR
         return Severity.WARNING
+
+
+def _before_after(point: ChangePoint) -> tuple[float, float]:
+    """What changed: the mean (a level point) or the growth per reading (a slope point)."""
+    if point.kind == "slope":
+        return point.slope_before[0], point.slope_after[0]
+    return point.mean_before[0], point.mean_after[0]
 
 
 def _unit_of(series: pd.DataFrame) -> str:
@@ -287,11 +297,22 @@ def _explain(
         evidence = "p < 0.001"
     else:
         evidence = f"p = {point.p_value:.2g}"
+    if point.kind == "slope":  # growth per reading, signed: "+0.8 ms/reading"
+        return (
+            f"{entity}/{metric}: growth {verb} from {_growth(before, unit, scale)} to "
+            f"{_growth(after, unit, scale)} ({_change_text(change, before, after, '')}) at "
+            f"{stamp} ({evidence})"
+        )
     return (
         f"{entity}/{metric}: mean {verb} from {format_quantity(before, unit, like=scale)} to "
         f"{format_quantity(after, unit, like=scale)} "
         f"({_change_text(change, before, after, unit)}) at {stamp} ({evidence})"
     )
+
+
+def _growth(rate: float, unit: str, scale: float) -> str:
+    sign = "-" if rate < 0 else "+"
+    return f"{sign}{format_quantity(abs(rate), unit, like=scale)}/reading"
 
 
 def _spike_finding(series: SeriesChanges, run: SpikeRun) -> Finding:
@@ -343,8 +364,18 @@ def _spikes_near(result: ChangePoints, point: ChangePoint) -> int:
 
 
 def _evidence(point: ChangePoint, change: float, unit: str, spikes: int) -> tuple[Evidence, ...]:
+    slopes = (
+        (
+            Evidence("slope_before", point.slope_before[0], unit),
+            Evidence("slope_after", point.slope_after[0], unit),
+        )
+        if point.kind == "slope"
+        else ()
+    )
     return (
         Evidence("index", point.index),
+        Evidence("kind", point.kind),
+        *slopes,
         Evidence("mean_before", point.mean_before[0], unit),
         Evidence("mean_after", point.mean_after[0], unit),
         Evidence("spread_before", point.spread_before[0], unit),

@@ -187,9 +187,22 @@ def _figure(series: SeriesChanges, max_points: int) -> Figure:
     return figure
 
 
+def _before_after(point: ChangePoint) -> tuple[float, float]:
+    """The means, or for a change of slope the growth per reading."""
+    if point.kind == "slope":
+        return point.slope_before[0], point.slope_after[0]
+    return point.mean_before[0], point.mean_after[0]
+
+
 def _change(point: ChangePoint) -> float:
-    before, after = point.mean_before[0], point.mean_after[0]
+    before, after = _before_after(point)
     return (after - before) / abs(before) if before else float("inf")
+
+
+def _shown(value: float, unit: str, like: float, point: ChangePoint) -> str:
+    if point.kind == "slope":
+        return f"{'-' if value < 0 else '+'}{format_quantity(abs(value), unit, like=like)}/reading"
+    return format_quantity(value, unit, like=like)
 
 
 def _table(found: Sequence[SeriesChanges]) -> Table:
@@ -197,20 +210,21 @@ def _table(found: Sequence[SeriesChanges]) -> Table:
     for series in found:
         entity, metric, unit = series.entity, series.metric, series.unit
         for point in series.result.ranked():
-            before, after = point.mean_before[0], point.mean_after[0]
+            before, after = _before_after(point)
+            like = max(abs(before), abs(after))
             rows.append(
                 (
                     f"{entity}/{metric}",
                     series.times.iat[point.index].strftime("%Y-%m-%d %H:%M:%S"),
-                    format_quantity(before, unit, like=max(abs(before), abs(after))),
-                    format_quantity(after, unit, like=max(abs(before), abs(after))),
+                    _shown(before, unit, like, point),
+                    _shown(after, unit, like, point),
                     f"{_change(point):+.0%}",
                     round(point.effect, 1),
                     f"{point.p_value:.2g}",
                 )
             )
     return Table(
-        columns=("series", "time (UTC)", "mean before", "mean after", "change", "effect (σ)", "p"),
+        columns=("series", "time (UTC)", "before", "after", "change", "effect (σ)", "p"),
         rows=tuple(rows),
         caption=f"{len(rows)} change point(s), largest effect first",
     )
@@ -218,6 +232,7 @@ def _table(found: Sequence[SeriesChanges]) -> Table:
 
 _EVIDENCE = (
     ("index", "index"),
+    ("kind", "kind"),
     ("statistic", "T"),
     ("critical_value", "critical T"),
     ("p_value", "p"),

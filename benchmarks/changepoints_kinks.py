@@ -1,0 +1,128 @@
+"""Changes of growth rate (kinks, ``perfsleuth.changepoints.kernels.kinks``): their size and
+power with the defaults, and where the corpus gets them.
+
+* ``--null``: straight lines (a rise of 3 noise σ of the innovations per 100 readings) in
+  stationary Gaussian AR(1) noise, φ ∈ {0, .3, .5, .7, .8, .9} and a random walk (φ = 1), n ∈
+  {40, 120}: the share of series whose defaults report a slope point (any point) — the whole
+  detector, every gate, against α = .05;
+* ``--power``: the same lines with a kink at 60% of the series whose slope rises by ``Δ`` times
+  the original (a 5 σ-per-100-readings rise bending to 1 + Δ times it): the share with a slope
+  point within 5 readings of it;
+* ``--corpus``: every series of ``benchmarks/changepoints_accuracy.py``'s groups (``--half``)
+  whose defaults report a slope point: its slopes, z² against its bar, φ, and the annotation.
+
+Run: ``machine heavy .venv/bin/python benchmarks/changepoints_kinks.py --null --power``
+(``--reps 200`` series a cell); ``.venv/bin/python benchmarks/changepoints_kinks.py --corpus
+--half tune``
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+from scipy.signal import lfilter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from perfsleuth import find_change_points
+
+PHIS = (0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0)
+SEED = 17
+
+
+def noise(rng: np.random.Generator, n: int, phi: float) -> np.ndarray:
+    e = rng.standard_normal(n)
+    if phi >= 1.0:
+        return np.cumsum(e)
+    e[0] /= math.sqrt(1 - phi * phi)
+    return lfilter([1.0], [1.0, -phi], e)
+
+
+def line(n: int, bend: float = 0.0, rise: float = 3.0) -> np.ndarray:
+    t = np.arange(n, dtype=float)
+    at = round(0.6 * n)
+    return 100.0 + rise / 100 * t + bend * rise / 100 * np.maximum(t - at, 0.0)
+
+
+def null(reps: int) -> None:
+    print(f"straight lines in AR(1) noise, {reps} series per cell: share with a slope point "
+          "(with any point)")  # fmt: skip
+    print("n     " + "  ".join(f"φ={p:<12}" for p in PHIS))
+    for n in (40, 120):
+        cells = []
+        for phi in PHIS:
+            rng = np.random.default_rng([SEED, n, round(phi * 100)])
+            slope = points = 0
+            for _ in range(reps):
+                cp = find_change_points(line(n) + noise(rng, n, phi))
+                slope += any(p.kind == "slope" for p in cp.points)
+                points += bool(cp.points)
+            cells.append(f"{slope / reps:.3f} ({points / reps:.3f})")
+        print(f"{n:<5} " + "  ".join(f"{c:<14}" for c in cells), flush=True)
+
+
+def power(reps: int) -> None:
+    print(f"a kink at 60% (slope × (1 + Δ)), {reps} series per cell: share with a slope point "
+          "within 5 readings")  # fmt: skip
+    for n in (40, 120):
+        for phi in (0.0, 0.5, 0.9):
+            cells = []
+            for bend in (1.0, 2.0, 4.0, 8.0):
+                rng = np.random.default_rng([SEED + 1, n, round(phi * 100), round(bend)])
+                at = round(0.6 * n)
+                hits = 0
+                for _ in range(reps):
+                    cp = find_change_points(line(n, bend, rise=5.0) + noise(rng, n, phi))
+                    hits += any(p.kind == "slope" and abs(p.index - at) <= 5 for p in cp.points)
+                cells.append(f"Δ={bend:g}: {hits / reps:.3f}")
+            print(f"n={n:<4} φ={phi:<4} " + "  ".join(cells), flush=True)
+
+
+def corpus(half: str | None, groups: str) -> None:
+    from changepoints_accuracy import NAB_DEFAULT, STRUCCHANGE_DEFAULT
+    from changepoints_accuracy import corpus as cases_of
+
+    cases, _ = cases_of(NAB_DEFAULT, STRUCCHANGE_DEFAULT, groups.split(","))
+    for case in cases:
+        if half and case.half != half:
+            continue
+        cp = find_change_points(case.values)
+        slopes = [p for p in cp.points if p.kind == "slope"]
+        if not slopes:
+            continue
+        truth = case.points if case.points is not None else case.windows
+        levels = [p.index for p in cp.points if p.kind == "level"]
+        print(f"{case.group} {case.half} {case.name} n={case.n} annotated={truth} level={levels}")
+        for p in slopes:
+            growth = f"{p.slope_before[0]:+.4g} → {p.slope_after[0]:+.4g}/reading"
+            test = f"z² {p.statistic:.1f} > {p.critical_value:.1f}"
+            test += f" (p {p.p_value:.2g}, α {p.alpha:.3g})"
+            print(f"    slope {p.index} on [{p.start}, {p.stop}): {growth}, {test}, "
+                  f"φ {p.phi:.2f}, effect {p.effect:.1f} σ")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--null", action="store_true")
+    parser.add_argument("--power", action="store_true")
+    parser.add_argument("--corpus", action="store_true")
+    parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--half", choices=("tune", "held-out"))
+    parser.add_argument("--groups", default="short,machine,events,nab")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    if args.null:
+        null(args.reps)
+    if args.power:
+        power(args.reps)
+    if args.corpus:
+        corpus(args.half, args.groups)
+
+
+if __name__ == "__main__":
+    main()

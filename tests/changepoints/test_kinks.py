@@ -1,0 +1,108 @@
+"""Changes of growth rate (kinks): found on a trending series whose slope bends, never on a
+straight line in AR(1) noise, shown as a change of growth in findings."""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.signal import lfilter
+
+from perfsleuth import find_change_points
+from perfsleuth.changepoints.detector import ChangePointDetector
+from perfsleuth.changepoints.kernels import kinks
+from perfsleuth.findings import Kind
+from perfsleuth.frames import normalise
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def ar1(rng: np.random.Generator, n: int, phi: float) -> np.ndarray:
+    e = rng.standard_normal(n)
+    e[0] /= math.sqrt(1 - phi * phi)
+    return lfilter([1.0], [1.0, -phi], e)
+
+
+def bent(n: int = 150, at: int = 90, seed: int = 7, phi: float = 0.5) -> np.ndarray:
+    """A line rising 0.5 a reading that rises 2.0 a reading from ``at`` on, in AR(1) noise."""
+    t = np.arange(n, dtype=float)
+    return 100 + 0.5 * t + 1.5 * np.maximum(t - at, 0) + ar1(np.random.default_rng(seed), n, phi)
+
+
+def test_a_bend_in_a_trend_is_a_slope_point_with_both_growth_rates() -> None:
+    cp = find_change_points(bent())
+    assert len(cp.points) == 1
+    (point,) = cp.points
+    assert point.kind == "slope" and abs(point.index - 90) <= 3
+    assert point.slope_before[0] == pytest.approx(0.5, abs=0.15)
+    assert point.slope_after[0] == pytest.approx(2.0, abs=0.3)
+    assert point.shift == (0.0,) and point.statistic > point.critical_value
+    assert cp.indices == (point.index,) and [s.stop for s in cp.segments] == [point.index, 150]
+    # the model drawn is the broken line: residuals are the noise, not a ramp
+    assert cp.fitted is not None
+    assert np.std(bent() - cp.fitted[:, 0]) < 2.0
+
+
+@pytest.mark.parametrize("n", [40, 120])
+@pytest.mark.parametrize("phi", [0.0, 0.5, 0.8, 0.9])
+def test_a_straight_line_in_ar1_noise_has_no_slope_point(n: int, phi: float) -> None:
+    t = np.arange(n, dtype=float)
+    for seed in range(10):
+        x = 50 + 0.05 * t + ar1(np.random.default_rng([seed, n, round(100 * phi)]), n, phi)
+        assert not any(p.kind == "slope" for p in find_change_points(x).points), seed
+
+
+def test_a_flat_series_is_not_searched_for_kinks() -> None:
+    """No trend kept, no kink search: a level shift stays a level point."""
+    rng = np.random.default_rng(3)
+    x = np.r_[np.full(60, 10.0), np.full(60, 16.0)] + rng.standard_normal(120)
+    assert [p.kind for p in find_change_points(x).points] == ["level"]
+
+
+def test_the_bar_and_its_tail_probability_invert_each_other() -> None:
+    for n in (25, 80, 300, 4000):
+        for p in (0.0005, 0.003, 0.05):
+            bar = kinks.critical_z2(n, p)
+            assert kinks.tail_probability(n, bar) == pytest.approx(p, rel=1e-6)
+    assert kinks.critical_z2(40, 0.05) > kinks.critical_z2(400, 0.05)  # shorter: higher bar
+
+
+def test_the_table_script_computes_the_kernels_statistic() -> None:
+    """The simulated null is of the statistic the detector judges (vectorised the same way)."""
+    sys.path.insert(0, str(SCRIPTS))
+    from make_kink_table import kink_z2
+
+    rng = np.random.default_rng(11)
+    y = np.vstack([ar1(rng, 60, 0.6) for _ in range(5)])
+    for row, z2 in zip(y, kink_z2(y, kinks.MIN_SIDE), strict=True):
+        scan = kinks.best_kink(row, kinks.MIN_SIDE)
+        assert scan is not None
+        beta = scan.numerator / scan.denominator
+        variance, _ = kinks._long_run(scan.residual - beta * scan.hinge)
+        assert scan.numerator**2 / scan.denominator / variance == pytest.approx(z2, rel=1e-9)
+
+
+def test_a_slope_point_finding_says_how_growth_changed() -> None:
+    values = bent()
+    frame = pd.DataFrame(
+        {
+            "time": pd.date_range("2024-05-01 13:00", periods=len(values), freq="1min", tz="UTC"),
+            "entity": "db",
+            "metric": "disk_used",
+            "value": values,
+            "unit": "GB",
+        }
+    )
+    (finding,) = ChangePointDetector().detect(normalise(frame, "metric"))
+    assert finding.kind is Kind.CHANGE_POINT
+    assert finding.explanation.startswith("db/disk_used: growth rose from +0.")
+    # (GB is normalised to bytes, shown in binary units)
+    assert re.search(r"GiB/reading to \+[12]\.\d+ GiB/reading \(\+\d+%\)", finding.explanation)
+    evidence = finding.evidence_dict()
+    assert evidence["kind"] == "slope"
+    assert evidence["slope_after"] == pytest.approx(2.0 * 1e9, rel=0.15)  # bytes per reading
