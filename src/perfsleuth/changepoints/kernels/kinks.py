@@ -125,7 +125,10 @@ def best_kink(y: FloatArray, side: int) -> _Scan | None:
     after = n - 1 - k  # hinge values 1 … after
     sum_h = after * (after + 1) / 2
     sum_hh = after * (after + 1) * (2 * after + 1) / 6
-    sum_htc = _suffix(t * t) - k * _suffix(t) - t.mean() * sum_h
+    # sums over t > k of t and t² in closed form
+    above_t = (n - 1) * n / 2 - k * (k + 1) / 2
+    above_tt = ((n - 1) * n * (2 * n - 1) - k * (k + 1) * (2 * k + 1)) / 6
+    sum_htc = above_tt - k * above_t - t.mean() * sum_h
     denominator = sum_hh - sum_h**2 / n - sum_htc**2 / stt
     gain = numerator[positions] ** 2 / np.maximum(denominator[positions], np.finfo(float).tiny)
     j = int(positions[np.argmax(gain)])
