@@ -940,7 +940,11 @@ def find_change_points(
         if trending:
             start = searched(line, [p.index for p in accepted])
             fits = [zero, _alternate(searched, adjusted, line, *start)]
-            slope, accepted, rejected = min(fits, key=lambda fit: _bic(adjusted, *fit[:2]))
+            # judged at the noise's effective count, as the level test judges a point: with
+            # n, persistent noise cut a line into a step (`benchmarks/changepoints_trend_size.py`)
+            nu = max(_fit_independent(adjusted, fit[0], fit[1]) for fit in fits)
+            best = min(fits, key=lambda fit: _bic(adjusted, fit[0], fit[1], nu))
+            slope, accepted, rejected = best
         if slope.any() and _negligible(adjusted, slope, accepted, min_effect):
             # a rise over the whole series below the effect floor does not matter, and it
             # would swallow a small shift (one dropped for its size would look like a ramp)
@@ -1214,9 +1218,13 @@ def _monotone(y: FloatArray, accepted: list[ChangePoint]) -> bool:
     return bool(np.any(np.all(steps > 0, axis=0) | np.all(steps < 0, axis=0)))
 
 
-def _bic(y: FloatArray, slope: FloatArray, accepted: list[ChangePoint]) -> float:
+def _bic(
+    y: FloatArray, slope: FloatArray, accepted: list[ChangePoint], independent: float | None = None
+) -> float:
     """Schwarz's criterion of "segment means + common slopes": each change point costs its
-    position and one mean per column, each nonzero slope one parameter."""
+    position and one mean per column, each nonzero slope one parameter. ``independent``: the
+    readings' evidence counted as that many independent ones (ν ln(RSS/n) + k ln ν), for
+    persistent noise, whose steps and slopes a count of n would take for signal."""
     n, dims = y.shape
     level = _detrend(y, slope)
     bounds = [0, *sorted(p.index for p in accepted), n]
@@ -1226,7 +1234,20 @@ def _bic(y: FloatArray, slope: FloatArray, accepted: list[ChangePoint]) -> float
     )
     rss = np.maximum(rss, np.finfo(float).tiny)
     params = len(accepted) * (dims + 1) + int(np.count_nonzero(slope))
-    return float(n * np.log(rss / n).sum() + params * math.log(n))
+    nu = n if independent is None else independent
+    return float(nu * np.log(rss / n).sum() + params * math.log(nu))
+
+
+def _fit_independent(y: FloatArray, slope: FloatArray, accepted: list[ChangePoint]) -> float:
+    """How many independent readings the residuals about a trend fit hold: n (1 − φ)/(1 + φ),
+    φ their AR(1) φ from first differences (the most persistent column), capped at the memory
+    the series can show (:func:`robust_mod.memory_cap`, as for the level test)."""
+    n = y.shape[0]
+    level = _detrend(y, slope)
+    resid = level - _segment_means(level, sorted(p.index for p in accepted))
+    phi = max(robust_mod.difference_phi(resid[:, j]) for j in range(y.shape[1]))
+    phi = min(phi, robust_mod.memory_cap(n))
+    return float(n * (1.0 - phi) / (1.0 + phi))
 
 
 def _significant_slopes(y: FloatArray, cuts: list[int]) -> FloatArray:
