@@ -15,12 +15,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import tomli_w
+from threadpoolctl import threadpool_limits
 
 from perfsleuth.analysis import Analysis, Detector, Summary, params_of
 from perfsleuth.demo import demo_frames
 from perfsleuth.errors import ConfigError, DataError, NotEnoughDataError
 from perfsleuth.families import create, family, names
 from perfsleuth.findings import Finding
+from tests.test_blas import blas_threads
 
 
 def _metric_sample() -> pd.DataFrame:
@@ -136,3 +138,24 @@ def test_parameters_round_trip_through_toml(name: str) -> None:
 def test_unknown_parameters_are_errors(name: str) -> None:
     with pytest.raises(ConfigError, match="no_such_parameter"):
         create(name, {"no_such_parameter": 1})
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_analyse_runs_with_one_blas_thread(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a busy host more BLAS threads only spin (perfsleuth.blas): every family's analysis
+    runs with one, and the caller's threads are back afterwards."""
+    seen: list[int] = []
+    checked = Finding.__post_init__
+
+    def spy(self: Finding) -> None:  # findings are made inside the analysis
+        seen.append(blas_threads())
+        checked(self)
+
+    monkeypatch.setattr(Finding, "__post_init__", spy)
+    detector = create(name)
+    with threadpool_limits(limits=2, user_api="blas"):
+        detector.analyse(_sample(detector))
+        after = blas_threads()
+    assert seen, f"{name} found nothing in its sample frame, which has known problems"
+    assert set(seen) == {1}
+    assert after == 2

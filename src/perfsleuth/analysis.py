@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from perfsleuth.blas import one_blas_thread
 from perfsleuth.findings import Finding
 
 if TYPE_CHECKING:
@@ -86,7 +87,14 @@ class Detector(Protocol):
 
 
 class DetectorMixin:
-    """``detect`` for detectors that define ``analyse`` (one way to get findings)."""
+    """``detect`` for detectors that define ``analyse`` (one way to get findings), and every
+    ``analyse`` run with one BLAS thread (:mod:`perfsleuth.blas`: on a busy host more threads
+    spin, costing CPU for nothing) whoever calls it: the run path, the fleet, a user."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "analyse" in cls.__dict__:
+            cls.analyse = one_blas_thread(cls.__dict__["analyse"])  # type: ignore[method-assign]
 
     def analyse(self, frame: pd.DataFrame) -> Analysis:  # pragma: no cover - overridden
         raise NotImplementedError

@@ -123,7 +123,6 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 from scipy.stats import f as f_dist
 from scipy.stats import norm
-from threadpoolctl import threadpool_limits
 
 from perfsleuth.analysis import PARAMS, DetectorMixin, Summary
 from perfsleuth.errors import DataError, NotEnoughDataError
@@ -379,13 +378,7 @@ class SegmentDetector(DetectorMixin):
         ``workload_anomaly``, ``workload_change`` and ``application_change`` findings; an empty
         frame gives an analysis with no windows and no findings.
         """
-        # One BLAS thread: the least-squares problems here are small (windows × types), and on a
-        # busy host OpenBLAS's threads spin waiting for one another — 1,800 windows at load 4.7
-        # took 6.1 s of CPU with two threads and 1.2 s with one, for the same numbers.
-        with threadpool_limits(limits=1, user_api="blas"):
-            return self._analyse(frame)
-
-    def _analyse(self, frame: pd.DataFrame) -> SegmentAnalysis:
+        # one BLAS thread, as every detector's analyse (perfsleuth.blas: DetectorMixin)
         if len(frame) == 0:
             return _empty(self)
         data = _read(frame)

@@ -67,6 +67,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 
 from perfsleuth.analysis import Summary
+from perfsleuth.blas import one_blas_thread
 from perfsleuth.errors import CollinearityWarning, ConvergenceWarning, DataError, NotEnoughDataError
 from perfsleuth.units import format_seconds
 
@@ -157,6 +158,7 @@ class MixFit:
 # --------------------------------------------------------------------------------------------
 
 
+@one_blas_thread  # small problems: more BLAS threads only spin on a busy host (perfsleuth.blas)
 def fit_mix_model(
     counts: ArrayLike,
     response: ArrayLike,

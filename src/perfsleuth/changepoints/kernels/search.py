@@ -136,6 +136,7 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from perfsleuth.blas import one_blas_thread
 from perfsleuth.changepoints.kernels import fpa, kinks, seeded
 from perfsleuth.errors import DataError, NotEnoughDataError
 from perfsleuth.stats import robust as robust_mod
@@ -781,6 +782,7 @@ _MAX_EXPONENT = 700.0  # e^700 ≈ 1e304: a bar no z² reaches, without overflow
 _SAME_PHI = 1e-6  # an implied φ this close to the AR(1) one: the AR(1) scale was the larger
 
 
+@one_blas_thread  # small problems: more BLAS threads only spin on a busy host (perfsleuth.blas)
 def find_change_points(
     values: ArrayLike,
     *,
