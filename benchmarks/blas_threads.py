@@ -23,7 +23,7 @@ call directly: ``find_change_points`` on a 10⁵-point real-shaped series (``cha
 Run (a recording: the co-tenant matters)::
 
     machine record .venv/bin/python benchmarks/blas_threads.py [--only segments,fleet]
-        [--stress 2] [--no-quiet]
+        [--stress 2] [--no-quiet] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -240,21 +240,22 @@ def _run(name: str, arm: str) -> dict[str, Any]:
     return row
 
 
-def table(names: list[str], condition: str) -> None:
+def table(names: list[str], condition: str, repeat: int) -> None:
     print(f"\n{condition} ({time.strftime('%H:%M:%S', time.gmtime())} UTC)")
     print(
         f"{'':<20}{'CPU s: default':>15}{'one':>7}{'shipped':>9}{'ratio':>7}"
         f"{'wall s: default':>17}{'one':>7}{'shipped':>9}{'ratio':>7}"
         f"{'load':>7}  same bits (one/shipped)"
     )
-    for name in names:
+    for name, again in ((n, r) for r in range(repeat) for n in names):
         load = os.getloadavg()[0]
         runs = {arm: _run(name, arm) for arm in ARMS}
         cpu = [runs[arm]["cpu"] for arm in ARMS]
         wall = [runs[arm]["wall"] for arm in ARMS]
         same = [runs[arm]["digest"] == runs["default"]["digest"] for arm in ARMS[1:]]
+        label = f"{name} #{again + 1}" if repeat > 1 else name
         print(
-            f"{name:<20}{cpu[0]:>15.2f}{cpu[1]:>7.2f}{cpu[2]:>9.2f}{cpu[0] / cpu[1]:>7.2f}"
+            f"{label:<20}{cpu[0]:>15.2f}{cpu[1]:>7.2f}{cpu[2]:>9.2f}{cpu[0] / cpu[1]:>7.2f}"
             f"{wall[0]:>17.2f}{wall[1]:>7.2f}{wall[2]:>9.2f}{wall[0] / wall[1]:>7.2f}"
             f"{load:>7.2f}  {'/'.join('yes' if s else 'NO' for s in same)}",
             flush=True,
@@ -267,6 +268,7 @@ def main() -> None:
     parser.add_argument("--only", help=f"comma-separated subset of {', '.join(WORKLOADS)}")
     parser.add_argument("--stress", type=int, default=2, help="stress-ng --cpu N (0: none)")
     parser.add_argument("--no-quiet", action="store_true", help="skip the run without stress")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of every workload (spread)")
     args = parser.parse_args()
     if args.child:
         child(*args.child)
@@ -292,7 +294,7 @@ def main() -> None:
         f"of one and of shipped against default's"
     )
     if not args.no_quiet:
-        table(names, "the machine's own load")
+        table(names, "the machine's own load", args.repeat)
     if args.stress:
         stress = shutil.which("stress-ng")
         if stress is None:
@@ -303,7 +305,7 @@ def main() -> None:
         )
         try:
             time.sleep(30)  # let the load average see the co-tenant
-            table(names, f"co-tenant stress-ng --cpu {args.stress} (nice 0)")
+            table(names, f"co-tenant stress-ng --cpu {args.stress} (nice 0)", args.repeat)
         finally:
             hog.terminate()
             hog.wait(timeout=30)
