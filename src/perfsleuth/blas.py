@@ -3,9 +3,10 @@
 Why: perfsleuth's least-squares problems are small (windows × types, a series' segments), and
 on a busy host OpenBLAS's threads spin while they wait for one another — the spin is CPU and
 buys nothing. With a co-tenant on this 2-core machine (``benchmarks/blas_threads.py``,
-``docs/operations.md``) the segments detector took 13.2 s of CPU with two threads and 1.2 s with
-one, ``fit_mix_model`` (LAR and OLS, 9,130 × 96) 3.0 s and 0.46 s; one thread also gives the
-same bits on every machine, whatever its number of CPUs.
+``docs/architecture.md``) the segments detector took up to 14.6 s of CPU with two threads and
+1.2 s with one, ``fit_mix_model`` (LAR and OLS, 9,130 × 96) up to 3.4 s and 0.46 s; on a quiet
+host the second thread bought no wall time. One thread also gives the same bits on every
+machine, whatever its number of CPUs.
 
 Every detector's ``analyse`` (:class:`perfsleuth.analysis.DetectorMixin`) and the entry points
 users call directly (``find_change_points``, ``fit_mix_model``) run under it; the limit is
