@@ -277,11 +277,10 @@ def main() -> None:
     unknown = sorted(set(names) - set(WORKLOADS))
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
+    import numpy  # noqa: F401 -- numpy and scipy each carry their own BLAS: load both
+    import scipy.linalg  # noqa: F401
     from threadpoolctl import threadpool_info
 
-    import perfsleuth.blas
-
-    perfsleuth.blas._controller()  # loads numpy's and scipy's BLAS
     blas = [
         f"{i['internal_api']} {i['version']} ({i['num_threads']} threads)"
         for i in threadpool_info()

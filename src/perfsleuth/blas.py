@@ -14,12 +14,13 @@ process-wide only while one of them runs (nested calls share it), so a user's ow
 its threads. Like threadpoolctl, it is meant for calls from the main thread, where every
 perfsleuth command runs its detectors: this OpenBLAS (0.3.30/0.3.31, pthreads) ignored a limit
 set from another thread once the main thread had set and restored one. This module imports
-nothing heavy: threadpoolctl, numpy and scipy load at the first limited call.
+nothing heavy: threadpoolctl and numpy load at the first limited call.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
@@ -30,11 +31,20 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-@functools.cache
 def _controller() -> Any:
-    """threadpoolctl's view of the BLAS libraries perfsleuth calls (found once: 2 ms a time)."""
-    import numpy  # noqa: F401 -- numpy and scipy each carry their own OpenBLAS: load both
-    import scipy.linalg  # noqa: F401
+    """threadpoolctl's view of the BLAS libraries perfsleuth calls: numpy's, and scipy's once
+    scipy is in use (numpy and scipy each carry their own OpenBLAS; importing scipy here would
+    cost the commands that never use it, such as ``bottleneck infer``)."""
+    return _controller_of("scipy" in sys.modules)
+
+
+@functools.cache
+def _controller_of(with_scipy: bool) -> Any:
+    """The controller, found once per case (finding the libraries takes 2 ms)."""
+    import numpy  # noqa: F401 -- loads numpy's BLAS
+
+    if with_scipy:
+        import scipy.linalg  # noqa: F401 -- loads scipy's BLAS
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
