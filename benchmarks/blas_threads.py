@@ -24,6 +24,7 @@ Run (a recording: the co-tenant matters)::
 
     machine record .venv/bin/python benchmarks/blas_threads.py [--only segments,fleet]
         [--stress 2] [--no-quiet] [--repeat 1]
+    .venv/bin/python benchmarks/blas_threads.py --explain fit_mix_model  # what differs, how much
 """
 
 from __future__ import annotations
@@ -225,6 +226,36 @@ def child(name: str, arm: str) -> None:
     print(json.dumps({"cpu": cpu, "wall": wall, "digest": digest.hexdigest()[:16]}))
 
 
+def explain(name: str) -> None:
+    """Where workload ``name``'s result differs between the arms: each differing field and its
+    largest relative difference (one process, the default arm's call first)."""
+    import numpy as np
+
+    call = WORKLOADS[name]()
+    with _arm("default"):
+        default = call()
+    with _arm("one"):
+        one = call()
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if dataclasses.is_dataclass(a) and not isinstance(a, type):
+            for field in dataclasses.fields(a):
+                walk(getattr(a, field.name), getattr(b, field.name), f"{path}.{field.name}")
+        elif isinstance(a, list | tuple) and len(a) == len(b):
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                walk(x, y, f"{path}[{i}]")
+        elif isinstance(a, np.ndarray | float) and np.issubdtype(np.asarray(a).dtype, np.floating):
+            x, y = np.asarray(a), np.asarray(b)
+            if x.shape == y.shape and not np.array_equal(x, y, equal_nan=True):
+                scale = np.maximum(np.abs(x), np.finfo(float).tiny)
+                print(f"  {path}: largest relative difference {np.max(np.abs(x - y) / scale):.2g}")
+        elif repr(a) != repr(b):
+            print(f"  {path}: {a!r} != {b!r}")
+
+    print(f"{name}: fields whose values differ, default against one thread")
+    walk(default, one, "result")
+
+
 # --- the table ---
 
 
@@ -268,10 +299,14 @@ def main() -> None:
     parser.add_argument("--only", help=f"comma-separated subset of {', '.join(WORKLOADS)}")
     parser.add_argument("--stress", type=int, default=2, help="stress-ng --cpu N (0: none)")
     parser.add_argument("--no-quiet", action="store_true", help="skip the run without stress")
+    parser.add_argument("--explain", metavar="WORKLOAD", help="print where its results differ")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of every workload (spread)")
     args = parser.parse_args()
     if args.child:
         child(*args.child)
+        return
+    if args.explain:
+        explain(args.explain)
         return
     names = args.only.split(",") if args.only else list(WORKLOADS)
     unknown = sorted(set(names) - set(WORKLOADS))
