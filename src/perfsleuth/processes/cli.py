@@ -130,15 +130,12 @@ def scan_command(
 
 
 def write_json(path: Path, data: object) -> None:
-    """``data`` as indented JSON in ``path`` (:class:`SourceError` when it cannot be written)."""
+    """``data`` as indented JSON in ``path`` (:class:`OutputError` when it cannot be written)."""
     import json
 
-    from perfsleuth.errors import SourceError
+    from perfsleuth.outputs import write_text
 
-    try:
-        path.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    write_text(path, json.dumps(data, indent=1, allow_nan=False) + "\n", what="coverage file")
     note(f"coverage: {path}")
 
 
