@@ -79,6 +79,8 @@ def fleet_scan_command(
             seen=seen.append,
         )
     # what the checks could see, so "0 findings" also says whether there could have been any
-    for line in sum(seen, Coverage()).lines():
-        note(f"coverage: {line}")
+    from perfsleuth.report.console import one_line
+
+    for line in sum(seen, Coverage()).lines():  # a line each: node names may hold line breaks
+        note(f"coverage: {one_line(line)}")
     emit(ctx, findings, title=f"{len(findings)} finding(s) on {source}")

@@ -122,8 +122,10 @@ def scan_command(
     result = execute(plan, now=time_option(now, "--now"))
     analysis = result.analysis("processes")
     if isinstance(analysis, ProcessAnalysis):
-        for line in analysis.coverage_lines():
-            note(f"coverage: {line}")
+        from perfsleuth.report.console import one_line
+
+        for line in analysis.coverage_lines():  # a line each: node names may hold line breaks
+            note(f"coverage: {one_line(line)}")
         if coverage is not None:
             write_json(coverage, analysis.coverage_dict())
     emit(ctx, result.findings, incidents=result.incidents)

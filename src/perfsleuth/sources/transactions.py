@@ -333,6 +333,8 @@ class Transactions:
 
     def summary(self) -> str:
         """Plain text: files, lines, transactions per type, time range, rejected lines."""
+        from perfsleuth.report.console import one_line  # a type's name may hold a line break
+
         rec = self.records
         out = [
             f"{len(self.sources)} file(s), {self.lines} line(s), {len(rec)} transaction(s)",
@@ -341,7 +343,8 @@ class Transactions:
             out.append(f"time {rec['time'].min().isoformat()} .. {rec['time'].max().isoformat()}")
             stats = rec.groupby("type", observed=True)["latency"].agg(["count", "mean"])
             for name, row in stats.sort_index().iterrows():
-                out.append(f"  {row['count']:>9.0f}  mean {row['mean'] * 1e3:10.3f} ms  {name}")
+                shown = one_line(str(name))
+                out.append(f"  {row['count']:>9.0f}  mean {row['mean'] * 1e3:10.3f} ms  {shown}")
         for status, n in sorted(self.untimed.items()):
             out.append(f"{n} transaction(s) logged as {status} (no latency; not counted)")
         out.append(self.rejects.summary())
