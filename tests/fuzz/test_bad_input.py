@@ -368,3 +368,15 @@ def test_fleet_scan_of_no_rows_is_an_error(tmp_path: Path) -> None:
     _process_frame().iloc[:0].to_parquet(path)
     message = _error(run_cli(["fleet", "scan", str(path), "--workers", "1", "--no-progress"]))
     assert message.endswith("empty.parquet: no process samples (no data rows)")
+
+
+def test_a_mapped_wide_column_is_named_as_the_file_names_it(tmp_path: Path) -> None:
+    # before: "column 'cpu.system': not a number" — the model's counter, no column of the file
+    start = pd.Timestamp("2024-05-01T00:00:00Z")
+    rows = [f"{(start + pd.Timedelta(seconds=i)).isoformat()},{50 + i % 5},10" for i in range(300)]
+    rows[99] = rows[99].rsplit(",", 1)[0] + ",fast"
+    path = tmp_path / "wide.csv"
+    path.write_text("time,usr,sys\n" + "\n".join(rows) + "\n")
+    args = ["bottleneck", "infer", str(path), "--map", "usr=cpu.user", "--map", "sys=cpu.system"]
+    message = _error(run_cli(args))
+    assert message.endswith("wide.csv:101: column 'sys': not a number: 'fast'")

@@ -399,6 +399,7 @@ def read_metric(
             until=until,
         )
     time_name, value_names = found
+    written = {target: source for source, target in (columns or {}).items()}  # as in the file
     return pd.concat(
         [
             normalise(
@@ -414,7 +415,10 @@ def read_metric(
                 "metric",
                 source=name,
                 locate=locate,
-                aliases={"time": time_name, "value": column},
+                aliases={
+                    "time": written.get(time_name, time_name),
+                    "value": written.get(column, column),
+                },
                 missing=missing,
                 disorder=disorder,
                 duplicates=duplicates,
