@@ -380,3 +380,21 @@ def test_a_mapped_wide_column_is_named_as_the_file_names_it(tmp_path: Path) -> N
     args = ["bottleneck", "infer", str(path), "--map", "usr=cpu.user", "--map", "sys=cpu.system"]
     message = _error(run_cli(args))
     assert message.endswith("wide.csv:101: column 'sys': not a number: 'fast'")
+
+
+def test_a_saved_frame_that_cannot_be_written_is_named(tmp_path: Path) -> None:
+    # before: workload --save FOLDER: IsADirectoryError from pyarrow (a traceback)
+    start = pd.Timestamp("2024-05-01T00:00:00Z")
+    rows = [
+        f"{(start + pd.Timedelta(seconds=2 * i)).isoformat()},t{i % 2},0.05" for i in range(1500)
+    ]
+    path = tmp_path / "tx.csv"
+    path.write_text("time,type,latency\n" + "\n".join(rows) + "\n")
+    args = ["workload", str(path), "--source", "table", "--window", "1m", "--save", str(tmp_path)]
+    message = _error(run_cli(args))
+    assert message.endswith(f"{tmp_path}: is a folder; give a file path for the workload frame")
+    saved = tmp_path / "out" / "w.parquet"
+    run_cli([*args[:-1], str(saved)]).check()
+    assert len(pd.read_parquet(saved)) == 50 and not list(saved.parent.glob(".*.tmp"))
+    message = _error(run_cli(["bottleneck", "simulate", "cpu", "-o", str(tmp_path)]))
+    assert message.endswith(f"{tmp_path}: is a folder; give a file path for the counter frame")
