@@ -783,13 +783,10 @@ def _dedupe(
         key = ", ".join(f"{k}={out[k].iat[pos]}" for k in keys)
         first = out.loc[(out[keys] == out.loc[pos, keys]).all(axis=1), "_pos"].iat[0]
         line = where.locate(int(first)) if where.locate else None
-        before = (
-            line
-            if isinstance(line, str)
-            else f"line {line}"
-            if line is not None
-            else f"row {int(first)}"
-        )
+        if isinstance(line, str):  # a JSON path
+            before = line
+        else:
+            before = f"line {line}" if line is not None else f"row {int(first)}"
         raise where.error(
             f"duplicate {key} with a different value than {before}"
             + _advice("duplicates", "first", "keep the first"),

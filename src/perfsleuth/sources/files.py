@@ -206,10 +206,8 @@ def _refuse_binary(name: str, content: bytes | Path) -> None:
         bad = exc.start
     if bad >= 0:
         line = head[:bad].count(b"\n") + 1
-        raise DataError(
-            located(f"binary data, not CSV text (at byte {bad})", source=name,
-                    line=line)
-        )  # fmt: skip
+        message = f"binary data, not CSV text (at byte {bad})"
+        raise DataError(located(message, source=name, line=line))
 
 
 # What pandas' read_csv decompresses by itself (compression="infer"), by the file's first bytes.
