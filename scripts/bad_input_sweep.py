@@ -14,12 +14,15 @@ BOM, CRLF line ends, a Parquet file with wrong dtypes, a read-only store ...) an
 already holds findings. Each outcome is one of
 
 * ``ok N``      exit 0/1, N findings printed (JSON lines counted);
-* ``E[flw]``    exit 2 with exactly one ``perfsleuth: error:`` line naming the file (f), a line
-  or row (l) and a field (w) — a dot where it does not;
+* ``E[flw]``    exit 2 with exactly one ``perfsleuth: error:`` line naming the file (f), a line,
+  row or JSON path (l) and a field (w) — a dot where the pattern did not see one (a heuristic:
+  read the messages with ``--verbose``);
 * ``TRACEBACK`` an exception escaped ``main``;
+* ``+err``      appended when a successful run printed a line that reads as an error;
 * ``LOST``      appended when the store no longer holds the findings it held before.
 
-``--verbose`` prints each error message too. Nothing is left behind (a temporary folder).
+The read-only store case runs as user ``nobody`` (``setpriv``; the sweep runs as root).
+``--verbose`` prints each error message on stderr. Nothing is left behind (a temporary folder).
 """
 
 from __future__ import annotations
@@ -587,7 +590,7 @@ def _judge(outcome: Outcome, names: tuple[str, ...]) -> str:
     message = outcome.errors[0]
     flags = (
         "f" if any(name in message for name in names) else ".",
-        "l" if re.search(r":\d+:|\brow \d+|line \d+", message) else ".",
+        "l" if re.search(r":\d+:|\brow \d+|line \d+|\(at \w", message) else ".",
         "w" if re.search(r"column '|field|key |counter '", message) else ".",
     )
     return "E" + "".join(flags)
