@@ -12,6 +12,7 @@ from perfsleuth import errors
         (errors.DataError, ValueError),
         (errors.NotEnoughDataError, ValueError),
         (errors.SourceError, OSError),
+        (errors.OutputError, OSError),
         (errors.StoreError, OSError),
     ],
 )

@@ -40,8 +40,9 @@ __all__ = [
     "params_of",
 ]
 
-PARAMS: ConfigDict = {"extra": "forbid", "arbitrary_types_allowed": False}
-"""The pydantic config every detector parameter class uses: unknown parameters are errors."""
+PARAMS: ConfigDict = {"extra": "forbid", "arbitrary_types_allowed": False, "allow_inf_nan": False}
+"""The pydantic config every detector parameter class uses: unknown parameters are errors, and
+so is a NaN or an infinity (``alpha = nan`` was refused as "should be less than 1")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ __all__ = [
     "ConvergenceWarning",
     "DataError",
     "NotEnoughDataError",
+    "OutputError",
     "PerfsleuthError",
     "PerfsleuthWarning",
     "SourceError",
@@ -39,6 +40,10 @@ class NotEnoughDataError(DataError):
 
 class SourceError(PerfsleuthError, OSError):
     """A source could not be read or reached (file missing, server down, timeout)."""
+
+
+class OutputError(PerfsleuthError, OSError):
+    """An output (the report, a findings file) could not be written; the message names it."""
 
 
 class StoreError(PerfsleuthError, OSError):

@@ -208,11 +208,14 @@ def write_jsonl(findings: Iterable[Finding]) -> str:
 def read_jsonl(text: str, *, source: str = "<findings>") -> list[Finding]:
     """Parse JSON lines written by :func:`write_jsonl`; errors name the line."""
     findings = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # lines end at "\n" only: a name may hold U+2028 or NEL, which str.splitlines breaks at
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             findings.append(Finding.from_json(line))
-        except (ValueError, KeyError, TypeError) as exc:
+        except KeyError as exc:
+            raise DataError(f"{source}:{number}: not a finding: no field {exc}") from exc
+        except (ValueError, TypeError) as exc:
             raise DataError(f"{source}:{number}: not a finding: {exc}") from exc
     return findings

@@ -47,6 +47,7 @@ __all__ = [
     "METRIC",
     "NODE",
     "PROCESS",
+    "TIME_BOUNDS_NS",
     "TIME_UNITS",
     "WORKLOAD",
     "Contract",
@@ -63,8 +64,9 @@ __all__ = [
     "workload_types",
 ]
 
-Locate = Callable[[int], int | None]
-"""Maps a row position in the frame to its line number in the source file (or None)."""
+Locate = Callable[[int], int | str | None]
+"""Maps a row position in the frame to where it is in the source file: its line number, or
+for a file without lines to speak of (JSON) the path to its value (or None)."""
 
 TimeUnit = Literal["auto", "s", "ms", "us", "ns"]
 """Unit of numeric times (Unix epoch); ``"auto"`` picks it from the column's values."""
@@ -82,6 +84,8 @@ _UNIT_NAMES = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns":
 _FIRST_NS = -2_208_988_800 * 10**9
 _END_NS = 4_102_444_800 * 10**9
 _YEARS = "the years 1900 to 2099"
+TIME_BOUNDS_NS = (_FIRST_NS, _END_NS)
+"""The times a frame may hold, as nanoseconds since 1970 (UTC): [1900-01-01, 2100-01-01)."""
 # an ISO 8601 time that says its own offset (after a time of day: "2024-01-01" has none)
 _OFFSET = r"[Tt ]\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d+)?)?)?\s*(?:[zZ]|[+-]\d{2}(?::?\d{2})?)$"
 
@@ -164,7 +168,8 @@ NODE = Contract(
 )
 CONTRACTS = {c.name: c for c in (METRIC, COUNTER, PROCESS, WORKLOAD, NODE)}
 
-_TYPED = re.compile(r"^(n|rt_sum|rt_mean)\[(.+)\]$")
+# a type's name may hold any character (a newline too: a URL path decoded from a log)
+_TYPED = re.compile(r"(n|rt_sum|rt_mean)\[(.+)\]", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +216,9 @@ def _iso(value: pd.Timestamp | None) -> str | None:
 
 def workload_types(frame: pd.DataFrame) -> list[str]:
     """Transaction types of a workload frame, in column order (from its ``n[<type>]`` columns)."""
-    return [m.group(2) for c in frame.columns if (m := _TYPED.match(str(c))) and m.group(1) == "n"]
+    return [
+        m.group(2) for c in frame.columns if (m := _TYPED.fullmatch(str(c))) and m.group(1) == "n"
+    ]
 
 
 def coverage_of(frame: pd.DataFrame) -> Coverage | None:
@@ -430,7 +437,9 @@ class _Where:
 
     def error(self, message: str, pos: int | None = None, column: str | None = None) -> DataError:
         line = self.locate(pos) if (self.locate is not None and pos is not None) else None
-        if line is None and pos is not None:
+        if isinstance(line, str):
+            message, line = f"{message} (at {line})", None
+        elif line is None and pos is not None:
             message = f"{message} (row {pos})"
         if column is not None:
             column = self.aliases.get(column, column)
@@ -588,17 +597,17 @@ def normalise(
 
 
 def _is_sum(column: str) -> bool:
-    m = _TYPED.match(column)
+    m = _TYPED.fullmatch(column)
     return m is not None
 
 
 def _check_workload_columns(out: pd.DataFrame, where: _Where) -> list[str]:
-    typed = [str(c) for c in out.columns if _TYPED.match(str(c))]
+    typed = [str(c) for c in out.columns if _TYPED.fullmatch(str(c))]
     types = workload_types(out)
     if not types:
         raise where.error("workload frame needs at least one n[<type>] column")
     for column in typed:
-        m = _TYPED.match(column)
+        m = _TYPED.fullmatch(column)
         assert m is not None  # filtered above
         if m.group(1) != "n" and m.group(2) not in types:
             raise where.error(
@@ -774,7 +783,10 @@ def _dedupe(
         key = ", ".join(f"{k}={out[k].iat[pos]}" for k in keys)
         first = out.loc[(out[keys] == out.loc[pos, keys]).all(axis=1), "_pos"].iat[0]
         line = where.locate(int(first)) if where.locate else None
-        before = f"line {line}" if line is not None else f"row {int(first)}"
+        if isinstance(line, str):  # a JSON path
+            before = line
+        else:
+            before = f"line {line}" if line is not None else f"row {int(first)}"
         raise where.error(
             f"duplicate {key} with a different value than {before}"
             + _advice("duplicates", "first", "keep the first"),

@@ -343,12 +343,12 @@ def run(plan: Plan, *, now: datetime | None = None, send: bool = True) -> RunRes
     if plan.outputs.report is not None:
         result.report = write_report(plan.outputs.report, plan, result)
     if plan.outputs.jsonl is not None:
-        plan.outputs.jsonl.parent.mkdir(parents=True, exist_ok=True)
-        plan.outputs.jsonl.write_text(write_jsonl(findings), encoding="utf-8")
-        result.jsonl = plan.outputs.jsonl
+        from perfsleuth.outputs import write_text
+
+        result.jsonl = write_text(plan.outputs.jsonl, write_jsonl(findings), what="findings")
         incidents = [i.to_dict() for i in result.incidents]
         text = json.dumps(incidents, indent=2, ensure_ascii=False, allow_nan=False)
-        plan.outputs.jsonl.with_name("incidents.json").write_text(text + "\n", encoding="utf-8")
+        write_text(result.jsonl.with_name("incidents.json"), text + "\n", what="incidents")
     return result
 
 
@@ -533,7 +533,6 @@ def write_report(path: Path, plan: Plan, result: RunResult) -> Path:
     frames = result.loaded.frames
     coverage = tuple(c for f in frames.values() if (c := coverage_of(f)) is not None)
     metric = [frames[i.name] for i in plan.inputs if i.contract == "metric" and i.name in frames]
-    path.parent.mkdir(parents=True, exist_ok=True)
     return write_html(
         path,
         result.findings,

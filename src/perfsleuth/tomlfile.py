@@ -72,7 +72,7 @@ def read_toml(path: str | Path, *, what: str = "file") -> TomlDocument:
     except OSError as exc:
         raise ConfigError(f"{target}: cannot read {what}: {exc.strerror or exc}") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # an editor's byte-order mark is no TOML error
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ConfigError(f"{target}:{line}: not UTF-8 text (byte {exc.start})") from None

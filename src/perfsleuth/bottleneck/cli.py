@@ -215,16 +215,14 @@ def _counter_source(path: Path, messy: Messy, wide: ColumnMap | None = None) -> 
 def _write(frame: object, out: Path) -> None:
     import pandas as pd
 
-    from perfsleuth.errors import SourceError
+    from perfsleuth.outputs import writing
 
     assert isinstance(frame, pd.DataFrame)
-    try:
+    with writing(out, what="counter frame") as tmp:
         if out.suffix == ".parquet":
-            frame.to_parquet(out)
+            frame.to_parquet(tmp)
         else:
-            frame.to_csv(out, index=False)
-    except OSError as exc:
-        raise SourceError(f"{out}: cannot write: {exc.strerror or exc}") from exc
+            frame.to_csv(tmp, index=False)
 
 
 class Scenario(StrEnum):

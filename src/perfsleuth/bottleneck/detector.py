@@ -472,7 +472,7 @@ class BottleneckDetector(DetectorMixin):
         frame = to_model_counters(frame, device=self.device or None)
         if coverage is None or coverage.contract != "counter":
             frame = normalise(frame, "counter")
-        _check_values(frame, model)
+        _check_values(frame, model, source=coverage.source if coverage is not None else "")
         wanted = set(model.counter_columns) | {i.counter for i in model.inputs}
         data = frame[frame["counter"].isin(wanted)]
         longest = pd.Timedelta(self.window)
@@ -573,13 +573,16 @@ def _mean_counters(windows: Sequence[WindowResult]) -> dict[str, float]:
     return means
 
 
-def _check_values(frame: pd.DataFrame, model: Model) -> None:
+def _check_values(frame: pd.DataFrame, model: Model, *, source: str = "") -> None:
+    """Refuse what the model cannot read; ``source`` (the file the frame came from) leads the
+    message, the counter, entity and time then name the row."""
+    where = f"{source}: " if source else ""
     values = frame["value"].to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(values)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise DataError(
-            f"counter {frame['counter'].iat[i]!r} of {frame['entity'].iat[i]!r} at "
+            f"{where}counter {frame['counter'].iat[i]!r} of {frame['entity'].iat[i]!r} at "
             f"{frame['time'].iat[i].isoformat()}: not a finite number ({values[i]!r})"
         )
     unsigned = [c.column for c in model.counters if not c.signed]
@@ -588,7 +591,7 @@ def _check_values(frame: pd.DataFrame, model: Model) -> None:
     if negative.any():
         i = int(np.flatnonzero(negative)[0])
         raise DataError(
-            f"counter {frame['counter'].iat[i]!r} of {frame['entity'].iat[i]!r} at "
+            f"{where}counter {frame['counter'].iat[i]!r} of {frame['entity'].iat[i]!r} at "
             f"{frame['time'].iat[i].isoformat()}: negative value {values[i]:g} (a rate of a "
             "cumulative counter cannot be negative: was the counter reset?)"
         )

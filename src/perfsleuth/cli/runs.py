@@ -283,11 +283,9 @@ def report_command(
     if same_file(out, read[1]):
         raise ConfigError(f"{out}: the report would overwrite its {read[0]}; choose another -o")
     if findings_file is not None:
-        try:
-            text = findings_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SourceError(f"{findings_file}: cannot read: {exc.strerror or exc}") from exc
-        found = read_jsonl(text, source=str(findings_file))
+        from perfsleuth.sources.files import read_text
+
+        found = read_jsonl(read_text(findings_file), source=str(findings_file))
         write_html(out, found)
     else:
         from perfsleuth.store import Store

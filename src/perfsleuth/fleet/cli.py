@@ -79,6 +79,12 @@ def fleet_scan_command(
             seen=seen.append,
         )
     # what the checks could see, so "0 findings" also says whether there could have been any
-    for line in sum(seen, Coverage()).lines():
-        note(f"coverage: {line}")
+    from perfsleuth.errors import DataError
+    from perfsleuth.report.console import one_line
+
+    seen_all = sum(seen, Coverage())
+    if seen_all.nodes == 0:  # as every reader of one file refuses a file without data rows
+        raise DataError(f"{source}: no process samples (no data rows)")
+    for line in seen_all.lines():  # a line each: node names may hold line breaks
+        note(f"coverage: {one_line(line)}")
     emit(ctx, findings, title=f"{len(findings)} finding(s) on {source}")

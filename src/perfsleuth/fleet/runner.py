@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from perfsleuth.errors import ConfigError, DataError, SourceError
 from perfsleuth.findings import Finding, ordered
-from perfsleuth.frames import normalise
+from perfsleuth.frames import MAX_VALUE, TIME_BOUNDS_NS, normalise
 from perfsleuth.processes.periods import Columns, RepeatedRows
 from perfsleuth.processes.rules import DEFAULT_RULES, ProcessRules
 from perfsleuth.processes.scanner import ColumnsScan, scan_columns, skip_nodes
@@ -203,7 +203,12 @@ def _quick_columns(table: pa.Table) -> Columns | None:
     time = table.column("time")
     if not pa.types.is_timestamp(time.type) or time.null_count:
         return None
-    nanos = pc.cast(time, pa.timestamp("ns", time.type.tz)).to_numpy().view(np.int64)
+    try:
+        nanos = pc.cast(time, pa.timestamp("ns", time.type.tz)).to_numpy().view(np.int64)
+    except pa.ArrowInvalid:  # a time beyond nanoseconds' 1677..2262
+        return None
+    if len(nanos) and (nanos.min() < TIME_BOUNDS_NS[0] or nanos.max() >= TIME_BOUNDS_NS[1]):
+        return None  # the contract's checks name the row and say why
     pid = table.column("pid")
     if not pa.types.is_integer(pid.type) or pid.null_count:
         return None
@@ -216,6 +221,8 @@ def _quick_columns(table: pa.Table) -> Columns | None:
             return None
         array = values.to_numpy().astype(np.float64, copy=False)
         if column in _NUMBERS and not np.isfinite(array).all():
+            return None
+        if (np.abs(array) > MAX_VALUE).any():  # as the contract refuses them (NaN passes)
             return None
         if (array < 0).any():  # NaN compares False: a sparse column's unknowns pass
             return None

@@ -122,23 +122,22 @@ def scan_command(
     result = execute(plan, now=time_option(now, "--now"))
     analysis = result.analysis("processes")
     if isinstance(analysis, ProcessAnalysis):
-        for line in analysis.coverage_lines():
-            note(f"coverage: {line}")
+        from perfsleuth.report.console import one_line
+
+        for line in analysis.coverage_lines():  # a line each: node names may hold line breaks
+            note(f"coverage: {one_line(line)}")
         if coverage is not None:
             write_json(coverage, analysis.coverage_dict())
     emit(ctx, result.findings, incidents=result.incidents)
 
 
 def write_json(path: Path, data: object) -> None:
-    """``data`` as indented JSON in ``path`` (:class:`SourceError` when it cannot be written)."""
+    """``data`` as indented JSON in ``path`` (:class:`OutputError` when it cannot be written)."""
     import json
 
-    from perfsleuth.errors import SourceError
+    from perfsleuth.outputs import write_text
 
-    try:
-        path.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    write_text(path, json.dumps(data, indent=1, allow_nan=False) + "\n", what="coverage file")
     note(f"coverage: {path}")
 
 

@@ -11,7 +11,7 @@ from rich.text import Text
 from perfsleuth.findings import Finding, Severity, ordered
 from perfsleuth.report.common import format_time, summary_counts
 
-__all__ = ["SEVERITY_STYLES", "findings_table", "printable", "summary_counts"]
+__all__ = ["SEVERITY_STYLES", "findings_table", "one_line", "printable", "summary_counts"]
 
 # C0 controls but newline and tab, DEL, C1 controls (U+009B is a one-character CSI), and the
 # bidirectional overrides that make text read differently from what it is.
@@ -25,6 +25,13 @@ def printable(text: str) -> str:
     cursor, recolour or retitle the terminal, or a carriage return that hides what precedes it.
     """
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def one_line(text: str) -> str:
+    """``text`` (a name from the data) for a place in one line of a message: printable, and a
+    line break shown as ``\\n``, so a name cannot start a line of its own (one that reads
+    ``perfsleuth: error: ...``)."""
+    return printable(text).replace("\n", "\\n")
 
 
 SEVERITY_STYLES: dict[Severity, str] = {

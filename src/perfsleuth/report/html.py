@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,6 +37,7 @@ from markupsafe import Markup
 from perfsleuth.errors import DataError
 from perfsleuth.findings import EvidenceValue, Finding, Kind, Severity, ordered
 from perfsleuth.frames import Coverage
+from perfsleuth.outputs import write_text
 from perfsleuth.report.common import (
     FAMILIES,
     SEVERITY_ORDER,
@@ -204,16 +204,7 @@ def write_html(
         rejected=rejected,
         opening=opening,
     )
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    target = write_text(path, text, what="report")
     logger.debug("wrote %s (%d bytes)", target, len(text))
     return target
 

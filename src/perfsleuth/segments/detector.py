@@ -1437,7 +1437,10 @@ def _shift_test(data: Windows, before: NDArray[np.intp], after: NDArray[np.intp]
 
 
 def _rows(spans: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> NDArray[np.intp]:
-    return np.concatenate([np.arange(a, b) for a, b in spans]).astype(np.intp)
+    # no spans (every window an anomaly, e.g. a CPU that does not move with the load): no rows
+    return np.concatenate([np.empty(0, np.intp), *(np.arange(a, b) for a, b in spans)]).astype(
+        np.intp
+    )
 
 
 def _lstsq_sse(data: Windows, rows: NDArray[np.intp]) -> float:

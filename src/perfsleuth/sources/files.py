@@ -8,12 +8,13 @@ errors.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import importlib
 import io
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Literal, TextIO
@@ -22,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from perfsleuth.errors import DataError, SourceError, located
-from perfsleuth.frames import CONTRACTS, METRIC, Contract, Locate, TimeUnit, normalise
+from perfsleuth.frames import CONTRACTS, METRIC, Contract, TimeUnit, normalise
 
 __all__ = [
     "CsvRecords",
@@ -32,9 +33,13 @@ __all__ = [
     "read_frame",
     "read_metric",
     "read_table",
+    "read_text",
 ]
 
+LineOf = Callable[[int], int | None]  # a row's line in a CSV file (a Locate that says lines)
 _PANDAS_LINE = re.compile(r"line (\d+)")
+_PANDAS_OPEN_QUOTE = re.compile(r"EOF inside string starting at row (\d+)")
+_SNIFF = 1 << 16  # bytes of a CSV file looked at for binary data before parsing
 _TIME_NAMES = ("time", "timestamp", "ts", "datetime", "date")  # a wide file's time column
 _STDIN: list[tuple[object, bytes]] = []  # (stream, its bytes): standard input is read once
 
@@ -66,9 +71,24 @@ def read_bytes(path: str | Path) -> bytes:
         raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
+def read_text(path: str | Path) -> str:
+    """The text of a UTF-8 file, or of standard input for ``-``; a byte-order mark is dropped.
+
+    Raises :class:`SourceError` when the file cannot be read and :class:`DataError`, naming the
+    line, when it is not UTF-8 text (a binary file).
+    """
+    raw = read_bytes(path)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        message = f"not UTF-8 text (byte {exc.start}): a binary file?"
+        raise DataError(located(message, source=input_name(path), line=line)) from None
+
+
 def read_table(
     path: str | Path, *, columns: Mapping[str, str] | None = None
-) -> tuple[pd.DataFrame, Locate | None]:
+) -> tuple[pd.DataFrame, LineOf | None]:
     """Read a CSV or Parquet file (or ``-``, standard input) without validating its values.
 
     Returns the rows (CSV: every field a string, blank lines dropped) and a map from row
@@ -84,10 +104,12 @@ def read_table(
         parquet = data[:4] == b"PAR1"
     else:
         path = Path(path)
+        if path.is_dir():
+            raise SourceError(f"{path}: is a folder, not a file")
         if not path.is_file():
             raise SourceError(f"{path}: no such file")
         parquet = path.suffix.lower() in {".parquet", ".pq"}
-    locate: Locate | None = None
+    locate: LineOf | None = None
     if parquet:
         try:
             table = pd.read_parquet(io.BytesIO(data) if data is not None else path)
@@ -102,11 +124,13 @@ def read_table(
     return table, locate
 
 
-def _read_csv(name: str, content: bytes | Path) -> tuple[pd.DataFrame, Locate]:
+def _read_csv(name: str, content: bytes | Path) -> tuple[pd.DataFrame, LineOf]:
     empty = f"{name}: empty file (expected a header line and data rows)"
     size = len(content) if isinstance(content, bytes) else content.stat().st_size
     if size == 0:
         raise DataError(empty)
+    _refuse_binary(name, content)
+    records = CsvRecords(content)
     try:
         # header=None: the header line sets the field count, so pandas reports every longer
         # row with its line (with a header it would silently turn one extra field into an index).
@@ -122,6 +146,15 @@ def _read_csv(name: str, content: bytes | Path) -> tuple[pd.DataFrame, Locate]:
     except pd.errors.EmptyDataError:
         raise DataError(empty) from None
     except pd.errors.ParserError as exc:
+        quote = _PANDAS_OPEN_QUOTE.search(str(exc))
+        if quote:  # pandas counts records from 0 (the header); a quoted field may span lines
+            raise DataError(
+                located(
+                    "malformed row: a quoted field opens here and is never closed",
+                    source=name,
+                    line=records.record(int(quote.group(1)))[0],
+                )
+            ) from None
         match = _PANDAS_LINE.search(str(exc))
         line = int(match.group(1)) if match else None
         raise DataError(
@@ -133,7 +166,6 @@ def _read_csv(name: str, content: bytes | Path) -> tuple[pd.DataFrame, Locate]:
     repeated = sorted({field for field in header if header.count(field) > 1})
     if repeated:
         raise DataError(located(f"header repeats column(s) {repeated}", source=name, line=1))
-    records = CsvRecords(content)
     table = raw.iloc[1:].reset_index(drop=True)
     table.columns = pd.Index(header)
     blank = (table == "").all(axis=1).to_numpy()
@@ -155,6 +187,27 @@ def _read_csv(name: str, content: bytes | Path) -> tuple[pd.DataFrame, Locate]:
         return records.record(int(kept[pos]) + 1)[0] if 0 <= pos < len(kept) else None
 
     return table, locate
+
+
+def _refuse_binary(name: str, content: bytes | Path) -> None:
+    """Refuse a file whose first bytes are not text (a NUL byte, or not UTF-8), naming the line:
+    pandas would read such bytes as rows of the wrong length or as values."""
+    if isinstance(content, bytes):
+        head = content[:_SNIFF]
+    else:
+        with content.open("rb") as handle:
+            head = handle.read(_SNIFF)
+        if any(head.startswith(magic) for magic, _ in _COMPRESSED):
+            return  # pandas decompresses it; its text is checked as it is parsed
+    bad = head.find(b"\0")
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head[: bad if bad >= 0 else None])
+    except UnicodeDecodeError as exc:
+        bad = exc.start
+    if bad >= 0:
+        line = head[:bad].count(b"\n") + 1
+        message = f"binary data, not CSV text (at byte {bad})"
+        raise DataError(located(message, source=name, line=line))
 
 
 # What pandas' read_csv decompresses by itself (compression="infer"), by the file's first bytes.
@@ -344,6 +397,7 @@ def read_metric(
             until=until,
         )
     time_name, value_names = found
+    written = {target: source for source, target in (columns or {}).items()}  # as in the file
     return pd.concat(
         [
             normalise(
@@ -359,7 +413,10 @@ def read_metric(
                 "metric",
                 source=name,
                 locate=locate,
-                aliases={"time": time_name, "value": column},
+                aliases={
+                    "time": written.get(time_name, time_name),
+                    "value": written.get(column, column),
+                },
                 missing=missing,
                 disorder=disorder,
                 duplicates=duplicates,

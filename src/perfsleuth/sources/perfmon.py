@@ -113,11 +113,14 @@ def _read(path: str | Path) -> _Log:
         for column, cell in zip(header[1:], row[1:], strict=True):
             text = cell.strip()
             try:
-                parsed.append(float(text) if text else np.nan)
+                value = float(text) if text else np.nan
+                if text and np.isnan(value):  # a blank cell is a missing sample; "NaN" no number
+                    raise ValueError(text)
             except ValueError:
                 raise DataError(
                     located(f"not a number: {cell!r}", source=source, line=number, field=column)
                 ) from None
+            parsed.append(value)
         values.append(parsed)
     if not times:
         raise DataError(f"{source}: no samples after the header")

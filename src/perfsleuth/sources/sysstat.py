@@ -99,6 +99,9 @@ def read_sar(
     path = Path(path)
     source = input_name(path)
     raw = read_bytes(path)
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark: JSON saved by an editor
+    if not raw.strip():
+        raise DataError(f"{source}: empty file (expected sadf -j JSON or a binary sa file)")
     text = raw.decode("utf-8", "replace") if raw.lstrip()[:1] == b"{" else _sadf(path, raw)
     path = Path(source)  # as the messages below name it (<stdin> for -)
     try:
@@ -108,7 +111,7 @@ def read_sar(
         raise DataError(message) from None
     except RecursionError:
         raise DataError(f"{source}: not valid JSON: nested too deeply") from None
-    rows: list[tuple[datetime, str, str, float, str]] = []
+    rows: list[tuple[datetime, str, str, float, str, str]] = []
     hosts = _get(document, ("sysstat", "hosts"), list, path)
     for h, host in enumerate(hosts):
         where = f"sysstat.hosts[{h}]"
@@ -128,11 +131,15 @@ def read_sar(
                     _flatten(rows, stamp, name, activity, value, path, f"{here}.{activity}")
     if not rows:
         raise DataError(f"{source}: no statistics records in this sar file")
-    frame = pd.DataFrame(rows, columns=["time", "entity", "counter", "value", "unit"])
+    frame = pd.DataFrame(
+        [row[:5] for row in rows], columns=["time", "entity", "counter", "value", "unit"]
+    )
+    paths = [row[5] for row in rows]  # errors name a value by its path in the document
     return normalise(
         frame,
         "counter",
         source=source,
+        locate=lambda pos: paths[pos],
         missing=missing,
         disorder=disorder,
         duplicates=duplicates,
@@ -179,7 +186,7 @@ def _stamp(stamp: Any, zone: ZoneInfo | None, path: Path, where: str) -> datetim
 
 
 def _flatten(
-    rows: list[tuple[datetime, str, str, float, str]],
+    rows: list[tuple[datetime, str, str, float, str, str]],
     stamp: datetime,
     entity: str,
     activity: str,
@@ -214,7 +221,7 @@ def _item_name(item: dict[str, Any], index: int) -> list[tuple[str, Any]]:
 
 
 def _number(
-    rows: list[tuple[datetime, str, str, float, str]],
+    rows: list[tuple[datetime, str, str, float, str, str]],
     stamp: datetime,
     entity: str,
     activity: str,
@@ -227,7 +234,7 @@ def _number(
         if isinstance(item, str):
             return  # descriptive text (e.g. a filesystem's mount point) is not a counter
         raise DataError(f"{path}: {where}: expected a number, got {item!r}")
-    rows.append((stamp, entity, f"{activity}.{field}", float(item), _unit(activity, field)))
+    rows.append((stamp, entity, f"{activity}.{field}", float(item), _unit(activity, field), where))
 
 
 _PIDSTAT_COLUMNS = {"Time", "PID", "%CPU", "RSS", "Command"}

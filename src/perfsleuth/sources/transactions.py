@@ -33,7 +33,7 @@ import pandas as pd
 
 from perfsleuth.durations import parse_duration
 from perfsleuth.errors import ConfigError, DataError, SourceError, located
-from perfsleuth.frames import TimeUnit, as_utc, normalise, parse_times
+from perfsleuth.frames import MAX_VALUE, TimeUnit, as_utc, normalise, parse_times
 from perfsleuth.sources.files import input_name, is_stdin, read_table
 from perfsleuth.units import to_base
 
@@ -333,6 +333,8 @@ class Transactions:
 
     def summary(self) -> str:
         """Plain text: files, lines, transactions per type, time range, rejected lines."""
+        from perfsleuth.report.console import one_line  # a type's name may hold a line break
+
         rec = self.records
         out = [
             f"{len(self.sources)} file(s), {self.lines} line(s), {len(rec)} transaction(s)",
@@ -341,7 +343,8 @@ class Transactions:
             out.append(f"time {rec['time'].min().isoformat()} .. {rec['time'].max().isoformat()}")
             stats = rec.groupby("type", observed=True)["latency"].agg(["count", "mean"])
             for name, row in stats.sort_index().iterrows():
-                out.append(f"  {row['count']:>9.0f}  mean {row['mean'] * 1e3:10.3f} ms  {name}")
+                shown = one_line(str(name))
+                out.append(f"  {row['count']:>9.0f}  mean {row['mean'] * 1e3:10.3f} ms  {shown}")
         for status, n in sorted(self.untimed.items()):
             out.append(f"{n} transaction(s) logged as {status} (no latency; not counted)")
         out.append(self.rejects.summary())
@@ -472,11 +475,11 @@ def window_transactions(
         raise DataError(f"{source}: no transactions to put in windows")
     ns = _utc_ns(records["time"], source)
     latency = pd.to_numeric(records["latency"], errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(latency) | (latency < 0)
+    bad = ~np.isfinite(latency) | (latency < 0) | (latency > MAX_VALUE)
     if bad.any():
         pos = int(np.flatnonzero(bad)[0])
         raise DataError(
-            f"{source}: row {pos}: latency must be a finite number of seconds >= 0, "
+            f"{source}: row {pos}: latency must be a finite number of seconds in 0..{MAX_VALUE:g}, "
             f"got {records['latency'].iat[pos]!r}"
         )
     codes, names = _type_codes(records["type"], source)
@@ -617,6 +620,7 @@ def read_transactions(
         (unit_bad, "unknown latency unit", "unit"),
         (~np.isfinite(latency), "latency is not a number", "latency"),
         (latency < 0, "latency is negative", "latency"),
+        (latency > MAX_VALUE, f"latency out of range (above {MAX_VALUE:g})", "latency"),
     ]
     codes = np.zeros(len(table), dtype=np.int8)
     for k in range(len(checks), 0, -1):

@@ -122,6 +122,9 @@ def workload_command(
     for event in getattr(analysis, "events", ()):
         note(f"{event.time:%Y-%m-%d %H:%M} UTC  {event.state:<7}  {event.finding.explanation}")
     if save is not None and "workload" in result.loaded.frames:
-        result.loaded.frames["workload"].to_parquet(save)
+        from perfsleuth.outputs import writing
+
+        with writing(save, what="workload frame") as tmp:
+            result.loaded.frames["workload"].to_parquet(tmp)
         note(f"workload frame: {save}")
     emit(ctx, result.findings, incidents=result.incidents)
