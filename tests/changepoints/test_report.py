@@ -26,6 +26,16 @@ def _frame() -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
+def _one_series(
+    values: np.ndarray, *, freq: str, entity: str, metric: str, unit: str
+) -> pd.DataFrame:
+    """One series in the long metric contract, a reading every ``freq`` from 2024-05-01."""
+    times = pd.date_range("2024-05-01", periods=len(values), freq=freq, tz="UTC")
+    return pd.DataFrame(
+        {"time": times, "entity": entity, "metric": metric, "value": values, "unit": unit}
+    )
+
+
 def changepoint_section(
     frame: pd.DataFrame, *, detector: ChangePointDetector | None = None
 ) -> Section:
@@ -62,15 +72,7 @@ def test_trend_and_cycle_are_drawn_as_the_model_and_named_in_the_intro() -> None
         + np.where(t >= 400, 3.0, 0.0)
         + np.random.default_rng(1).standard_normal(600)
     )
-    frame = pd.DataFrame(
-        {
-            "time": pd.date_range("2024-05-01", periods=600, freq="min", tz="UTC"),
-            "entity": "db",
-            "metric": "rt",
-            "value": values,
-            "unit": "ms",
-        }
-    )
+    frame = _one_series(values, freq="min", entity="db", metric="rt", unit="ms")
     section = changepoint_section(frame)
     (figure,) = section.figures
     series, model = figure.data
@@ -99,15 +101,7 @@ def _long_skewed_frame(n: int = 16_000) -> pd.DataFrame:
     level = np.where(np.arange(n) < n // 2, 20.0, 45.0)
     values = level * rng.lognormal(0.0, 0.6, n)
     values[rng.random(n) < 0.002] *= 30.0  # spikes
-    return pd.DataFrame(
-        {
-            "time": pd.date_range("2024-05-01", periods=n, freq="5min", tz="UTC"),
-            "entity": "api",
-            "metric": "latency",
-            "value": values,
-            "unit": "ms",
-        }
-    )
+    return _one_series(values, freq="5min", entity="api", metric="latency", unit="ms")
 
 
 def test_one_plot_per_series_with_slider_log_axis_spikes_and_folded_evidence() -> None:
@@ -136,15 +130,7 @@ def test_a_change_of_growth_is_tabled_as_growth_per_reading() -> None:
     t = np.arange(150, dtype=float)
     noise = np.random.default_rng(7).standard_normal(150)
     values = 100 + 0.5 * t + 1.5 * np.maximum(t - 90, 0) + noise
-    frame = pd.DataFrame(
-        {
-            "time": pd.date_range("2024-05-01", periods=150, freq="min", tz="UTC"),
-            "entity": "db",
-            "metric": "rows",
-            "value": values,
-            "unit": "",
-        }
-    )
+    frame = _one_series(values, freq="min", entity="db", metric="rows", unit="")
     drawn = changepoint_section(frame)
     (table,) = drawn.tables
     (row,) = table.rows
