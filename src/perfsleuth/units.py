@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["BASE_UNITS", "format_quantity", "format_seconds", "to_base"]
+__all__ = ["BASE_UNITS", "format_growth", "format_quantity", "format_seconds", "to_base"]
 
 # unit (as users write it, lower-cased) -> (base unit, factor to multiply by)
 _FACTORS: dict[str, tuple[str, float]] = {
@@ -105,6 +105,12 @@ def format_quantity(value: float, unit: str, *, like: float | None = None) -> st
     if unit.startswith("/"):
         return f"{_number(value)}{unit}"
     return f"{_number(value)} {unit}"
+
+
+def format_growth(rate: float, unit: str, *, like: float | None = None) -> str:
+    """A growth per reading, signed, the amount as :func:`format_quantity` writes it:
+    "+0.8 GB/reading"."""
+    return f"{'-' if rate < 0 else '+'}{format_quantity(abs(rate), unit, like=like)}/reading"
 
 
 def format_seconds(value: float) -> str:

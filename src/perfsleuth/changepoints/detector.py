@@ -59,7 +59,7 @@ from perfsleuth.changepoints.kernels.search import (
 )
 from perfsleuth.findings import Evidence, Finding, Kind, Severity
 from perfsleuth.frames import coverage_of, normalise
-from perfsleuth.units import format_quantity
+from perfsleuth.units import format_growth, format_quantity
 
 __all__ = ["CHECK", "ChangePointAnalysis", "ChangePointDetector", "SeriesChanges"]
 
@@ -215,7 +215,7 @@ class ChangePointDetector(DetectorMixin):
         out = []
         ranked = series.result.ranked()[: self.top]  # largest effect first
         for point in ranked:
-            before, after = _before_after(point)
+            before, after = point.before_after
             change = _relative_change(before, after)
             when: datetime = times.iat[point.index].to_pydatetime()
             out.append(
@@ -247,13 +247,6 @@ class ChangePointDetector(DetectorMixin):
         if size >= self.error_relative_change and effect >= _ERROR_EFFECT and strong:
             return Severity.ERROR
         return Severity.WARNING
-
-
-def _before_after(point: ChangePoint) -> tuple[float, float]:
-    """What changed: the mean (a level point) or the growth per reading (a slope point)."""
-    if point.kind == "slope":
-        return point.slope_before[0], point.slope_after[0]
-    return point.mean_before[0], point.mean_after[0]
 
 
 def _unit_of(series: pd.DataFrame) -> str:
@@ -299,20 +292,15 @@ def _explain(
         evidence = f"p = {point.p_value:.2g}"
     if point.kind == "slope":  # growth per reading, signed: "+0.8 ms/reading"
         return (
-            f"{entity}/{metric}: growth {verb} from {_growth(before, unit, scale)} to "
-            f"{_growth(after, unit, scale)} ({_change_text(change, before, after, '')}) at "
-            f"{stamp} ({evidence})"
+            f"{entity}/{metric}: growth {verb} from {format_growth(before, unit, like=scale)} "
+            f"to {format_growth(after, unit, like=scale)} "
+            f"({_change_text(change, before, after, '')}) at {stamp} ({evidence})"
         )
     return (
         f"{entity}/{metric}: mean {verb} from {format_quantity(before, unit, like=scale)} to "
         f"{format_quantity(after, unit, like=scale)} "
         f"({_change_text(change, before, after, unit)}) at {stamp} ({evidence})"
     )
-
-
-def _growth(rate: float, unit: str, scale: float) -> str:
-    sign = "-" if rate < 0 else "+"
-    return f"{sign}{format_quantity(abs(rate), unit, like=scale)}/reading"
 
 
 def _spike_finding(series: SeriesChanges, run: SpikeRun) -> Finding:

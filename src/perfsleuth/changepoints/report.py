@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from perfsleuth.report.plots import LEGEND, downsample_indices, layout, plot_text, title
 from perfsleuth.report.section import Section, Table
-from perfsleuth.units import format_quantity
+from perfsleuth.units import format_growth, format_quantity
 
 if TYPE_CHECKING:
     from plotly.graph_objects import Figure
@@ -187,21 +187,14 @@ def _figure(series: SeriesChanges, max_points: int) -> Figure:
     return figure
 
 
-def _before_after(point: ChangePoint) -> tuple[float, float]:
-    """The means, or for a change of slope the growth per reading."""
-    if point.kind == "slope":
-        return point.slope_before[0], point.slope_after[0]
-    return point.mean_before[0], point.mean_after[0]
-
-
 def _change(point: ChangePoint) -> float:
-    before, after = _before_after(point)
+    before, after = point.before_after
     return (after - before) / abs(before) if before else float("inf")
 
 
 def _shown(value: float, unit: str, like: float, point: ChangePoint) -> str:
     if point.kind == "slope":
-        return f"{'-' if value < 0 else '+'}{format_quantity(abs(value), unit, like=like)}/reading"
+        return format_growth(value, unit, like=like)
     return format_quantity(value, unit, like=like)
 
 
@@ -210,7 +203,7 @@ def _table(found: Sequence[SeriesChanges]) -> Table:
     for series in found:
         entity, metric, unit = series.entity, series.metric, series.unit
         for point in series.result.ranked():
-            before, after = _before_after(point)
+            before, after = point.before_after
             like = max(abs(before), abs(after))
             rows.append(
                 (

@@ -246,6 +246,14 @@ class ChangePoint:
     def significant(self) -> bool:
         return self.statistic > self.critical_value
 
+    @property
+    def before_after(self) -> tuple[float, float]:
+        """What changed, in the first column: the means (a level point) or the growth per
+        reading (a slope point)."""
+        if self.kind == "slope":
+            return self.slope_before[0], self.slope_after[0]
+        return self.mean_before[0], self.mean_after[0]
+
 
 @dataclass(frozen=True, slots=True)
 class Segment:
