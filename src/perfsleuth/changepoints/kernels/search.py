@@ -952,9 +952,10 @@ def find_change_points(
             fits = [zero, _alternate(searched, adjusted, line, *start)]
             # judged at the noise's effective count, as the level test judges a point: with
             # n, persistent noise cut a line into a step (`benchmarks/changepoints_trend_size.py`)
-            nu = max(_fit_independent(adjusted, fit[0], fit[1]) for fit in fits)
-            best = min(fits, key=lambda fit: _bic(adjusted, fit[0], fit[1], nu))
-            slope, accepted, rejected = best
+            described = [_trend_fit(adjusted, fit[0], fit[1]) for fit in fits]
+            nu = max(_fit_independent(resid) for resid, _ in described)
+            scores = [_bic(resid, params, nu) for resid, params in described]
+            slope, accepted, rejected = fits[int(np.argmin(scores))]
         if slope.any() and _negligible(adjusted, slope, accepted, min_effect):
             # a rise over the whole series below the effect floor does not matter, and it
             # would swallow a small shift (one dropped for its size would look like a ramp)
@@ -1078,17 +1079,14 @@ def _with_kinks(
     # parameters: a position and a level per point, an intercept and the slope; a position and
     # a slope per kink, and its segment's own slope
     held = {a for a, b in itertools.pairwise(bounds) if any(a < k.index < b for k in inside)}
-    level_fit = _bic_of(y, stepped, 2 * len(accepted) + 2 + 2 * len(inside) + len(held))
     broken = kinks.broken_line(y, [0, n], alone, np.zeros(n))
-    if _bic_of(y, broken, 2 * len(alone) + 2) < level_fit:
+    level_resid, broken_resid = (y - stepped)[:, None], (y - broken)[:, None]
+    # judged at the noise's effective count, as the trend's two starts are
+    nu = max(_fit_independent(level_resid), _fit_independent(broken_resid))
+    level_fit = _bic(level_resid, 2 * len(accepted) + 2 + 2 * len(inside) + len(held), nu)
+    if _bic(broken_resid, 2 * len(alone) + 2, nu) < level_fit:
         return [], alone, list(accepted)
     return accepted, inside, []
-
-
-def _bic_of(y: FloatArray, fitted: FloatArray, params: int) -> float:
-    n = y.size
-    rss = max(float(((y - fitted) ** 2).sum()), np.finfo(float).tiny)
-    return n * math.log(rss / n) + params * math.log(n)
 
 
 def _with_slope_points(
@@ -1197,14 +1195,14 @@ def _prune_with_trend(
     pruned: list[ChangePoint] = []
     if len(kept) > _PRUNE_MAX:
         return slope, kept, pruned
-    current = _bic(y, slope, kept)
+    current = _bic(*_trend_fit(y, slope, kept))
     while kept:
         options = []
         for i in range(len(kept)):
             rest = kept[:i] + kept[i + 1 :]
             refit = _significant_slopes(y, [p.index for p in rest])
             if refit.any():
-                options.append((_bic(y, refit, rest), i, refit))
+                options.append((_bic(*_trend_fit(y, refit, rest)), i, refit))
         best, i, refit = min(options, key=lambda o: o[0], default=(math.inf, -1, slope))
         if best >= current:
             break
@@ -1228,34 +1226,34 @@ def _monotone(y: FloatArray, accepted: list[ChangePoint]) -> bool:
     return bool(np.any(np.all(steps > 0, axis=0) | np.all(steps < 0, axis=0)))
 
 
-def _bic(
-    y: FloatArray, slope: FloatArray, accepted: list[ChangePoint], independent: float | None = None
-) -> float:
-    """Schwarz's criterion of "segment means + common slopes": each change point costs its
-    position and one mean per column, each nonzero slope one parameter. ``independent``: the
-    readings' evidence counted as that many independent ones (ν ln(RSS/n) + k ln ν), for
-    persistent noise, whose steps and slopes a count of n would take for signal."""
-    n, dims = y.shape
+def _trend_fit(
+    y: FloatArray, slope: FloatArray, accepted: list[ChangePoint]
+) -> tuple[FloatArray, int]:
+    """The residuals and parameter count of "segment means + common slopes": each change point
+    costs its position and one mean per column, each nonzero slope one parameter."""
     level = _detrend(y, slope)
-    bounds = [0, *sorted(p.index for p in accepted), n]
-    rss = sum(
-        ((level[a:b] - level[a:b].mean(axis=0)) ** 2).sum(axis=0)
-        for a, b in itertools.pairwise(bounds)
-    )
-    rss = np.maximum(rss, np.finfo(float).tiny)
-    params = len(accepted) * (dims + 1) + int(np.count_nonzero(slope))
+    resid = level - _segment_means(level, sorted(p.index for p in accepted))
+    params = len(accepted) * (y.shape[1] + 1) + int(np.count_nonzero(slope))
+    return resid, params
+
+
+def _bic(resid: FloatArray, params: int, independent: float | None = None) -> float:
+    """Schwarz's criterion of a fit with residuals ``resid`` (n × columns) and ``params``
+    parameters. ``independent``: the readings' evidence counted as that many independent ones
+    (ν ln(RSS/n) + k ln ν), for persistent noise, whose steps, slopes and bends a count of n
+    would take for signal."""
+    n = resid.shape[0]
+    rss = np.maximum((resid**2).sum(axis=0), np.finfo(float).tiny)
     nu = n if independent is None else independent
     return float(nu * np.log(rss / n).sum() + params * math.log(nu))
 
 
-def _fit_independent(y: FloatArray, slope: FloatArray, accepted: list[ChangePoint]) -> float:
-    """How many independent readings the residuals about a trend fit hold: n (1 − φ)/(1 + φ),
+def _fit_independent(resid: FloatArray) -> float:
+    """How many independent readings a fit's residuals (n × columns) hold: n (1 − φ)/(1 + φ),
     φ their AR(1) φ from first differences (the most persistent column), capped at the memory
     the series can show (:func:`robust_mod.memory_cap`, as for the level test)."""
-    n = y.shape[0]
-    level = _detrend(y, slope)
-    resid = level - _segment_means(level, sorted(p.index for p in accepted))
-    phi = max(robust_mod.difference_phi(resid[:, j]) for j in range(y.shape[1]))
+    n = resid.shape[0]
+    phi = max(robust_mod.difference_phi(resid[:, j]) for j in range(resid.shape[1]))
     phi = min(phi, robust_mod.memory_cap(n))
     return float(n * (1.0 - phi) / (1.0 + phi))
 
