@@ -57,6 +57,20 @@ def test_a_straight_line_in_ar1_noise_has_no_slope_point(n: int, phi: float) -> 
         assert not any(p.kind == "slope" for p in find_change_points(x).points), seed
 
 
+def test_a_bend_in_persistent_noise_is_judged_at_its_effective_count() -> None:
+    """The level points and the broken line compete by BIC at ν = n (1 − φ)/(1 + φ), as the
+    trend's two starts do: counted as n, this bend (series 142 of
+    `benchmarks/changepoints_kinks.py --power`'s n = 120, φ = .5, Δ = 4 cell, kink at 72) was
+    two level steps at 44 and 95, the noise's wander taken for signal."""
+    rng = np.random.default_rng([18, 120, 50, 4])
+    for _ in range(142):
+        ar1(rng, 120, 0.5)
+    t = np.arange(120, dtype=float)
+    x = 100 + 0.05 * t + 0.2 * np.maximum(t - 72, 0) + ar1(rng, 120, 0.5)
+    cp = find_change_points(x)
+    assert [(p.index, p.kind) for p in cp.points] == [(75, "slope")]
+
+
 def test_a_flat_series_is_not_searched_for_kinks() -> None:
     """No trend kept, no kink search: a level shift stays a level point."""
     rng = np.random.default_rng(3)
