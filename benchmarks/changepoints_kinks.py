@@ -9,11 +9,14 @@ power with the defaults, and where the corpus gets them.
   the original (a 5 σ-per-100-readings rise bending to 1 + Δ times it): the share with a slope
   point within 5 readings of it;
 * ``--corpus``: every series of ``benchmarks/changepoints_accuracy.py``'s groups (``--half``)
-  whose defaults report a slope point: its slopes, z² against its bar, φ, and the annotation.
+  whose defaults report a slope point: its slopes, z² against its bar, φ, and the annotation;
+* ``--competitions``: in the ``--power`` cells, the BIC competitions of the level points
+  against the broken line alone, decided at the noise's effective count ν (the detector) and
+  at n (wrapping ``search._bic``), and the series where the two differ.
 
 Run: ``machine heavy .venv/bin/python benchmarks/changepoints_kinks.py --null --power``
-(``--reps 200`` series a cell); ``.venv/bin/python benchmarks/changepoints_kinks.py --corpus
---half tune``
+(``--reps 200`` series a cell; ``--competitions``); ``.venv/bin/python
+benchmarks/changepoints_kinks.py --corpus --half tune``
 """
 
 from __future__ import annotations
@@ -83,6 +86,56 @@ def power(reps: int) -> None:
             print(f"n={n:<4} φ={phi:<4} " + "  ".join(cells), flush=True)
 
 
+def competitions(reps: int) -> None:
+    """The ``--power`` cells' competitions of the level points against the broken line alone
+    (``search._with_kinks``): how many, and how many the broken line wins counted at the
+    noise's effective count ν (the detector) and at n (as before the kink-ν round)."""
+    from perfsleuth.changepoints.kernels import search as search_mod
+
+    bic, with_kinks = search_mod._bic, search_mod._with_kinks
+    scored: list[tuple[np.ndarray, int, float | None]] = []
+    inside = [False]
+
+    def recorded(resid: np.ndarray, params: int, independent: float | None = None) -> float:
+        if inside[0]:
+            scored.append((resid, params, independent))
+        return bic(resid, params, independent)
+
+    def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
+        inside[0] = True
+        try:
+            return with_kinks(*args, **kwargs)
+        finally:
+            inside[0] = False
+
+    search_mod._bic, search_mod._with_kinks = recorded, watched
+    print(f"kink competitions in the --power cells, {reps} series per cell: "
+          "competitions, broken line wins at ν, at n (series decided differently)")  # fmt: skip
+    try:
+        for n in (40, 120):
+            for phi in (0.0, 0.5, 0.9):
+                cells = []
+                for bend in (1.0, 2.0, 4.0, 8.0):
+                    rng = np.random.default_rng([SEED + 1, n, round(phi * 100), round(bend)])
+                    held = [0, 0, 0]
+                    differ = []
+                    for rep in range(reps):
+                        scored.clear()
+                        find_change_points(line(n, bend, rise=5.0) + noise(rng, n, phi))
+                        if len(scored) != 2:
+                            continue
+                        (levels, k_levels, nu), (broken, k_broken, _) = scored
+                        at_nu = bic(broken, k_broken, nu) < bic(levels, k_levels, nu)
+                        at_n = bic(broken, k_broken) < bic(levels, k_levels)
+                        held = [held[0] + 1, held[1] + at_nu, held[2] + at_n]
+                        if at_nu != at_n:
+                            differ.append(rep)
+                    cells.append(f"Δ={bend:g}: {held[0]} {held[1]} {held[2]} {differ}")
+                print(f"n={n:<4} φ={phi:<4} " + "  ".join(cells), flush=True)
+    finally:
+        search_mod._bic, search_mod._with_kinks = bic, with_kinks
+
+
 def corpus(half: str | None, groups: str) -> None:
     from changepoints_accuracy import NAB_DEFAULT, STRUCCHANGE_DEFAULT
     from changepoints_accuracy import corpus as cases_of
@@ -111,6 +164,7 @@ def main() -> None:
     parser.add_argument("--null", action="store_true")
     parser.add_argument("--power", action="store_true")
     parser.add_argument("--corpus", action="store_true")
+    parser.add_argument("--competitions", action="store_true")
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--half", choices=("tune", "held-out"))
     parser.add_argument("--groups", default="short,machine,events,nab")
@@ -120,6 +174,8 @@ def main() -> None:
         null(args.reps)
     if args.power:
         power(args.reps)
+    if args.competitions:
+        competitions(args.reps)
     if args.corpus:
         corpus(args.half, args.groups)
 
