@@ -541,6 +541,21 @@ def test_control_characters_in_log_lines_are_shown_not_obeyed(tmp_path: Path) ->
     assert "\\x1b]0;owned\\x07m.csv" in result.stderr  # the file's name, escaped
 
 
+def test_a_line_break_in_data_cannot_start_a_log_line(tmp_path: Path) -> None:
+    path = tmp_path / "m.csv"
+    path.write_text("time,entity,metric,value\n" + "1700000000,a,m,1\n")
+    forged = tmp_path / "x\nperfsleuth: error: forged.csv"
+    forged.write_bytes(path.read_bytes())
+    result = subprocess.run(
+        [sys.executable, "-m", "perfsleuth.cli", "-v", "detect", str(forged)],
+        capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert "x\\nperfsleuth: error: forged.csv" in result.stderr  # shown, escaped
+    assert not [
+        line for line in result.stderr.splitlines() if line.startswith("perfsleuth: error: forged")
+    ]
+
+
 def test_diagnose_is_a_function_whatever_was_imported() -> None:
     import importlib
     import pkgutil

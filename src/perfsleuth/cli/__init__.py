@@ -97,12 +97,19 @@ _VALUED = ("--format", "--fail-on")
 
 
 class _Printable(logging.Formatter):
-    """Log lines with control characters escaped: messages quote data (names, paths, lines)."""
+    """Log lines with control characters escaped: messages quote data (names, paths, lines).
+
+    A message is one line (its line breaks shown as ``\\n``), so a name from the data cannot
+    start a line of its own that reads ``perfsleuth: error: ...``; a traceback keeps its lines.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
-        from perfsleuth.report.console import printable
+        from perfsleuth.report.console import one_line, printable
 
-        return printable(super().format(record))
+        message = one_line(record.getMessage())
+        return printable(
+            super().format(logging.makeLogRecord({**vars(record), "msg": message, "args": None}))
+        )
 
 
 def _version(value: bool) -> None:
