@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 from perfsleuth.analysis import Analysis, Detector, Summary, params_of
 from perfsleuth.demo import demo_frames
 from perfsleuth.errors import ConfigError, DataError, NotEnoughDataError
-from perfsleuth.families import create, family, names
+from perfsleuth.families import create, family, from_options, names
 from perfsleuth.findings import Finding
 from tests.test_blas import blas_threads
 
@@ -138,6 +138,20 @@ def test_parameters_round_trip_through_toml(name: str) -> None:
 def test_unknown_parameters_are_errors(name: str) -> None:
     with pytest.raises(ConfigError, match="no_such_parameter"):
         create(name, {"no_such_parameter": 1})
+
+
+def test_a_command_option_error_names_the_flag_as_typed() -> None:
+    """A command's bad option is named as the user typed it, not as the config spells it."""
+    with pytest.raises(ConfigError, match=r"^options: --min-size: .*greater than or equal to 1$"):
+        from_options("changepoints", {"min_size": 0})
+    with pytest.raises(ConfigError, match=r"^options: --min-change: "):
+        from_options(
+            "changepoints",
+            {"min_relative_change": -1.0},
+            flags={"min_relative_change": "--min-change"},
+        )
+    with pytest.raises(ConfigError, match=r"^options: --allowed-error: "):
+        from_options("segments", {"allowed_error": -2.0})
 
 
 @pytest.mark.parametrize("name", DETECTORS)

@@ -80,3 +80,26 @@ def create(
     where = f"detectors.{name}" if prefix is None else prefix
     detector: Detector = validate(cls, dict(params or {}), source=source, prefix=where)
     return detector
+
+
+def from_options(
+    name: str, params: Mapping[str, Any], *, flags: Mapping[str, str] | None = None
+) -> Detector:
+    """Family ``name``'s detector built from a command's options, validated.
+
+    Errors name the option as the user typed it: parameter ``min_size`` is ``--min-size``;
+    ``flags`` gives the options whose flag is not the parameter's name (``--min-change`` for
+    ``min_relative_change``).
+    """
+    from perfsleuth.tomlfile import validate
+
+    renamed = dict(flags or {})
+
+    def flag(key: str) -> str:
+        top, _, rest = key.partition(".")
+        option = renamed.get(top, "--" + top.replace("_", "-"))
+        return f"{option}.{rest}" if rest else option
+
+    cls = family(name).detector_class()
+    detector: Detector = validate(cls, dict(params), source="options", label=flag)
+    return detector

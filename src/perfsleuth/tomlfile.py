@@ -87,6 +87,7 @@ def validate(
     locate: Locate | None = None,
     prefix: str = "",
     tags: Collection[str] = (),
+    label: Callable[[str], str] | None = None,
 ) -> _T:
     """``data`` as an instance of ``schema`` (a pydantic model or dataclass).
 
@@ -99,7 +100,9 @@ def validate(
         return TypeAdapter(schema).validate_python(data)
     except ValidationError as exc:
         raise ConfigError(
-            validation_message(exc, source=source, locate=locate, prefix=prefix, tags=tags)
+            validation_message(
+                exc, source=source, locate=locate, prefix=prefix, tags=tags, label=label
+            )
         ) from None
     except (OverflowError, ZeroDivisionError, RecursionError) as exc:
         where = f"{source}: {prefix}" if prefix else source
@@ -119,11 +122,13 @@ def validation_message(
     locate: Locate | None = None,
     prefix: str = "",
     tags: Collection[str] = (),
+    label: Callable[[str], str] | None = None,
 ) -> str:
     """One line per problem, each naming the file, its line when known, and the key path.
 
     ``tags`` are the tags of discriminated unions (pydantic puts them in the error location;
-    they are not keys anybody wrote, so they are left out).
+    they are not keys anybody wrote, so they are left out). ``label`` words a key path the way
+    its writer knows it (a command's ``--min-size`` for ``min_size``).
     """
     lines = []
     base: list[str | int] = [int(p) if p.isdigit() else p for p in prefix.split(".") if p]
@@ -147,6 +152,8 @@ def validation_message(
                 loc.extend(blamed.group(1).split("."))
                 message = message[blamed.end() :]
         path = ".".join(str(p) for p in loc) or "(top level)"
+        if label is not None:
+            path = label(path)
         line = locate(loc) if locate is not None else None
         where = f"{source}:{line}" if line else source
         lines.append(f"{where}: {path}: {message}")

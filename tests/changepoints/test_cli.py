@@ -61,8 +61,10 @@ def test_change_points_per_column_with_report_and_store(
         (["--bad", "fast"], r"host\.csv:121: column 'latency_ms': not a number: 'fast'"),
         (["--bad", ""], r"host\.csv:121: column 'latency_ms': missing value"),
         (["-c", "nope"], r"no column\(s\) 'nope' \(columns present: ts, latency_ms, cpu\)"),
-        (["--method", "magic"], r"options: method"),
-        (["--alpha", "2"], r"options: alpha"),
+        (["--method", "magic"], r"options: --method: "),
+        (["--alpha", "2"], r"options: --alpha: "),
+        # the flag as typed, where it is not the parameter's name (min_relative_change)
+        (["--min-change", "-1"], r"options: --min-change: .*greater than or equal to 0"),
     ],
 )
 def test_bad_input_exits_2(

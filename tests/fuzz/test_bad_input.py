@@ -329,7 +329,7 @@ def test_a_nan_parameter_is_named_as_not_finite(tmp_path: Path) -> None:
     data = tmp_path / "m.csv"
     data.write_text(_metric_csv())
     message = _error(run_cli(["changepoints", str(data), "--alpha", "nan"]))
-    assert message.endswith("options: alpha: Input should be a finite number")
+    assert message.endswith("options: --alpha: Input should be a finite number")
     config = tmp_path / "c.toml"
     config.write_text(
         f"[[sources]]\npath = {json.dumps(str(data))}\n\n[detectors.changepoints]\nalpha = nan\n"

@@ -126,13 +126,13 @@ def infer_command(
     until: UntilOption = None,
 ) -> None:
     """Which resource limits the workload? Infer it from COUNTERS (and advise upgrades)."""
-    from perfsleuth.families import create
+    from perfsleuth.families import from_options
     from perfsleuth.pipeline import Input, Outputs, Plan, Step
 
     goal, factor = _target(target)
     messy = Messy(missing, disorder, duplicates, time_unit, tz, since, until)
     wide = _wide(mapping, model, time_column, entity)
-    detector = create(
+    detector = from_options(
         "bottleneck",
         {
             "model": model,
@@ -146,8 +146,7 @@ def infer_command(
             "device": device or "",
             "seed": seed,
         },
-        source="options",
-        prefix="",
+        flags={"target_factor": "--target"},
     )
     plan = Plan(
         (

@@ -110,7 +110,7 @@ def changepoints_command(
     until: UntilOption = None,
 ) -> None:
     """When did the mean of each series change? (Berry & Hellerstein, FPA significance tests)"""
-    from perfsleuth.families import create
+    from perfsleuth.families import from_options
     from perfsleuth.pipeline import Input, Outputs, Plan, Step
 
     chosen = {
@@ -121,7 +121,7 @@ def changepoints_command(
         "top": top,
         "top_spikes": top_spikes,
     }
-    detector = create(
+    detector = from_options(
         "changepoints",
         {
             "alpha": alpha,
@@ -130,8 +130,7 @@ def changepoints_command(
             # unset options keep the detector's defaults
             **{name: value for name, value in chosen.items() if value is not None},
         },
-        source="options",
-        prefix="",
+        flags={"min_relative_change": "--min-change", "robust": "--raw"},
     )
     source = source_spec(
         {

@@ -70,7 +70,7 @@ def segments_command(
     until: UntilOption = None,
 ) -> None:
     """Explain CPU by the transactions; report anomalies, workload and application changes."""
-    from perfsleuth.families import create
+    from perfsleuth.families import from_options
     from perfsleuth.pipeline import Input, Outputs, Plan, Step
 
     spec = workload_source(
@@ -91,7 +91,7 @@ def segments_command(
     params = {"allowed_error": allowed_error, "idle_util": idle_util, "entity": entity}
     plan = Plan(
         (Input("workload", "workload", (spec,)),),
-        (Step(create("segments", params, source="options", prefix=""), "workload"),),
+        (Step(from_options("segments", params), "workload"),),
         Outputs(store=store, report=report, title=f"perfsleuth segments: {entity}"),
         command="perfsleuth segments",
         skip_unsuitable=False,

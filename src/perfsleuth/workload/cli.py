@@ -82,7 +82,7 @@ def workload_command(
     With --segments, also tell anomalies, workload and application changes apart (Cherkasova
     et al.; needs cpu_util: a frame source or --cpu).
     """
-    from perfsleuth.families import create
+    from perfsleuth.families import from_options
     from perfsleuth.pipeline import Input, Outputs, Plan, Step
 
     spec = workload_source(
@@ -100,16 +100,15 @@ def workload_command(
         cpu_url=cpu_url,
         messy=Messy(missing, disorder, duplicates, time_unit, tz, since, until),
     )
-    mix = create(
+    mix = from_options(
         "workload",
         {"entity": entity, "online": history if online else None},
-        source="options",
-        prefix="",
+        flags={"online": "--history"},
     )
     steps = [Step(mix, "workload")]
     if segments:
         params = {"allowed_error": allowed_error, "idle_util": idle_util, "entity": entity}
-        steps.append(Step(create("segments", params, source="options", prefix=""), "workload"))
+        steps.append(Step(from_options("segments", params), "workload"))
     plan = Plan(
         (Input("workload", "workload", (spec,)),),
         tuple(steps),
