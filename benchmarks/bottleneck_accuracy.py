@@ -36,13 +36,17 @@ score uses the measured label: ``cpu`` for a recording labelled ``disk`` whose t
 runnable a larger share of the time than the device was busy (both measured by the collector:
 schedstat and /proc/diskstats), the construction label otherwise.
 
+``--evidence`` shows, for each recording built as disk and headlined otherwise, its state
+probabilities with each kind of evidence left out (:data:`EVIDENCE`) and the model's own
+upgrade advice from the example catalogue.
+
 ``--inputs`` judges with the counters a user may have (:data:`INPUTS`): all the collector's,
 the host's and the cgroup's own files only, or those without the cgroup's CPU pressure;
 ``--summary`` prints one line per corpus, counter set and half; ``--ablation`` which
 counters each judged decision needs (each group of :data:`GROUPS` left out in turn).
 
 Run: .venv/bin/python benchmarks/bottleneck_accuracy.py [--half tune|held-out|both] [--fit]
-     [--sweep] [--list] [--summary] [--ablation] [--inputs all|cgroup|no-cpu-pressure]
+     [--sweep] [--list] [--summary] [--ablation] [--evidence] [--inputs all|cgroup|no-cpu-pressure]
      [--temperature T] [--drop COUNTER,...] [--zero COUNTER,...] [--corpus DIR ...]
 """
 
@@ -374,6 +378,65 @@ def ablation(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]]) -> None:
         print(f"  {group:42s} {total - len(wrong):3d}/{total}  {', '.join(wrong)}")
 
 
+EVIDENCE = {
+    "every counter": (),
+    "schedstat wait left out (its run delay counted once)": ("workload.cpu.wait",),
+    "schedstat runnable the only contention counter": ("workload.cpu.wait", "workload.psi.cpu"),
+    "schedstat left out": SCHEDSTAT,
+    "schedstat and cgroup CPU pressure left out": (*SCHEDSTAT, "workload.psi.cpu"),
+    "every contention counter left out": (*SCHEDSTAT, "workload.psi.cpu", "stat.procs_running"),
+    "every disk counter left out": ("disk.", "workload.io.", "workload.psi.io"),
+}
+"""Evidence variants of ``--evidence``: collector counters (or prefixes ending in ".") left
+out. CPU contention is measured four ways — schedstat's runnable share and run delay (one
+reading of /proc/<tid>/schedstat), the cgroup's cpu.pressure, the run queue — which a
+diagonal error model counts as independent."""
+CATALOGUE = Path(__file__).resolve().parents[1] / "src/perfsleuth/bottleneck/examples/upgrades.toml"
+
+
+def evidence(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]], half: str) -> None:
+    """For each recording built as disk and headlined otherwise (every counter, the given
+    half): the state probabilities with each group of :data:`EVIDENCE` left out (which
+    evidence holds P(cpu) up, and whether the disk's own counters argue for disk), what
+    was measured, and the model's own upgrade advice (example catalogue) — the test of the
+    label: which upgrade adds throughput, and what limits after it."""
+    print("\nevidence behind each disk-built recording headlined otherwise (labels built):")
+    for path, frame, labels in corpora:
+        mine = labels if half == "both" else labels[labels["half"] == half]
+        table = judge(frame[frame["entity"].isin(set(mine["entity"]))], mine)
+        missed = table[(table["built"] == "disk") & (table["headline"] != "disk")]
+        if not len(missed):
+            continue
+        part = frame[frame["entity"].isin(set(missed["entity"]))]
+        counters = pd.Series(part["counter"].astype(str).unique())
+        cells: dict[str, dict[str, str]] = {}
+        for name, names in EVIDENCE.items():
+            gone = counters[counters.str.startswith(names or ("\0",))]
+            got = judge(part, missed[["entity"]].merge(labels), drop=tuple(gone))
+            for _, row in got.iterrows():
+                cells.setdefault(row["entity"], {})[name] = "  ".join(
+                    f"{s} {row[f'p.{s}']:.2f}" for s in ("cpu", "disk", "none")
+                )
+        detector = BottleneckDetector(upgrades=str(CATALOGUE))
+        advice = {e.entity: e.upgrades for e in detector.analyse(part).entities}
+        for row in missed.itertuples():
+            print(
+                f"\n  {path.name} {row.entity}: threads runnable {row.runnable:.2f}, device busy "
+                f"{row.device_busy:.2f}, load {row.load1:.1f}"
+            )
+            for name, cell in cells[row.entity].items():
+                print(f"    {name:55s} {cell}")
+            ua = advice[row.entity]
+            if ua is not None:
+                print(f"    upgrade: {ua.reason()}")
+                for result in ua.results:
+                    if len(result.options) == 1:
+                        print(
+                            f"      {result.name:22s} adds {result.added:9.0f} {ua.unit}/s, "
+                            f"then {result.limit} limits"
+                        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -403,6 +466,12 @@ def main() -> None:
         "--ablation",
         action="store_true",
         help="which counters each judged decision needs: each counter group left out in turn",
+    )
+    parser.add_argument(
+        "--evidence",
+        action="store_true",
+        help="for each disk-built recording headlined otherwise: its state probabilities with "
+        "each kind of evidence left out, and the model's own upgrade advice",
     )
     parser.add_argument(
         "--summary",
@@ -441,6 +510,9 @@ def main() -> None:
         return
     if args.ablation:
         ablation(corpora)
+        return
+    if args.evidence:
+        evidence(corpora, args.half)
         return
     drop = tuple(c for c in args.drop.split(",") if c) + INPUTS[args.inputs]
     for path, every, all_labels in corpora:
