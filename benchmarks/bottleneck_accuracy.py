@@ -401,6 +401,9 @@ def evidence(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]], half: str) 
     was measured, and the model's own upgrade advice (example catalogue) — the test of the
     label: which upgrade adds throughput, and what limits after it."""
     print("\nevidence behind each disk-built recording headlined otherwise (labels built):")
+    # the measured upgrade: the same fio job on the same device, given more CPU elsewhere
+    every = pd.concat([labels for _, _, labels in corpora], ignore_index=True)
+    best = every.groupby("scenario")["fio_iops"].max()
     for path, frame, labels in corpora:
         mine = labels if half == "both" else labels[labels["half"] == half]
         table = judge(frame[frame["entity"].isin(set(mine["entity"]))], mine)
@@ -423,6 +426,11 @@ def evidence(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]], half: str) 
             print(
                 f"\n  {path.name} {row.entity}: threads runnable {row.runnable:.2f}, device busy "
                 f"{row.device_busy:.2f}, load {row.load1:.1f}"
+            )
+            iops = float(labels.set_index("entity").at[row.entity, "fio_iops"])
+            print(
+                f"    fio: {iops:.0f} op/s; the same job on the same device reached "
+                f"{best[row.scenario]:.0f} op/s in these corpora ({best[row.scenario] / iops:.1f}x)"
             )
             for name, cell in cells[row.entity].items():
                 print(f"    {name:55s} {cell}")

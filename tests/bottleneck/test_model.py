@@ -283,3 +283,35 @@ def test_a_threads_time_runnable_is_what_its_io_and_sleep_leave() -> None:
     # the run queue: its demand and the co-tenants' (waiting as long as it does)
     # (and the collector reading it)
     assert counters[0, at["cpu.runqueue"]] == pytest.approx(demand + 1.0 / 0.5 + 1, rel=1e-9)
+
+
+def test_held_formulas_keep_todays_values_in_a_what_if() -> None:
+    """The workload's busy threads and the CPUs it was measured on are the program's, not its
+    load's: at three times the load with them held, its CPU use against what its threads
+    can get is three times today's runnable share (the utilisation law): saturated;
+    recomputed, its threads would grow with the load and the CPU stay short of saturation."""
+    model = load_model()
+    assert set(model.held) == {"busy_threads", "cpus_measured"}
+    w = model.workload(
+        {
+            **dict.fromkeys(("seq_read_bw", "seq_write_bw", "rand_write_rate", "app_sys"), 0.0),
+            "app_cpu": 0.01,
+            "cpu_grant": 0.05,
+            "idle_threads": 0.5,
+            "rand_read_rate": 2000.0,
+            "rand_read_direct": 1.0,
+        }
+    )
+    inputs = {"mem_limit": 1 << 30}
+    today = model.held_values(w, inputs)
+    runnable = float(model.value("runnable", w, inputs)[0])
+    more = np.where(model.load_mask, 3 * w, w)
+    cpu = model.resource_names.index("cpu")
+    held = float(model.predict(more[None, :], inputs, today)[1][0, cpu])
+    free = float(model.predict(more[None, :], inputs)[1][0, cpu])
+    assert held == pytest.approx(3 * runnable, rel=1e-9)
+    assert free < 1.0 < held
+    # a held constant is not folded into what reads it: twice the CPUs, today's measured on
+    bigger = model.with_values({"ncpu": 2 * model.constants["ncpu"]})
+    grant = float(bigger.environment(w[None, :], inputs, today)["thread_grant"][0])
+    assert grant == pytest.approx(0.1, rel=1e-9)

@@ -148,3 +148,78 @@ def test_bad_catalogues_name_the_key(tmp_path: Path, text: str, message: str) ->
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_catalogue(path, MODEL)
+
+
+def starved_reader() -> np.ndarray:
+    """Four threads of direct 32 KiB reads that wait for a CPU most of the time: each runs
+    3% of its runnable time among other tenants' threads (the heavy corpus's rand-read#1)."""
+    return MODEL.workload(
+        {
+            "seq_read_bw": 0.0,
+            "seq_write_bw": 0.0,
+            "rand_write_rate": 0.0,
+            "bg_read_bw": 0.0,
+            "bg_write_bw": 0.0,
+            "app_cpu": 0.01,
+            "app_sys": 0.0,
+            "bg_cpu": 1.8,
+            "cpu_grant": 0.03,
+            "idle_threads": 0.5,
+            "rand_read_rate": 2800.0,
+            "rand_read_size": 32768.0,
+            "rand_read_direct": 1.0,
+            "io_depth": 4.0,
+        }
+    )
+
+
+def test_a_workload_starved_of_cpu_gains_from_cpus_not_from_a_faster_disk() -> None:
+    """Its busy threads are held (more load is more work for the same program): they can get
+    no more CPU than their grant, so the CPU limits at 1 / runnable, more CPUs (a larger
+    grant for each) raise that, and a faster device adds nothing, as the headline says."""
+    w = starved_reader()
+    inputs = {"mem_limit": 1 << 30, "cpu_limit": 2.0}
+    _, utils = MODEL.predict(w[None, :], inputs)
+    names = MODEL.resource_names
+    cpu, disk = float(utils[0, names.index("cpu")]), float(utils[0, names.index("disk")])
+    runnable = float(MODEL.value("runnable", w, inputs)[0])
+    assert cpu == pytest.approx(runnable, rel=1e-9) and cpu > 0.7 and disk < 0.3
+    factor, limit = max_load(MODEL, w, inputs)
+    assert limit == "cpu"
+    assert factor == pytest.approx(1.0 / runnable, rel=1e-3)
+    options = (
+        Option("fast disk", 300.0, "disk", scale={"read_a": 0.5, "read_b": 0.5}),
+        Option("cores", 180.0, "cpu", scale={"ncpu": 2.0}),
+    )
+    analysis = analyse_upgrades(MODEL, w, Catalogue(options, currency="EUR"), inputs=inputs)
+    by_name = {r.name: r for r in analysis.results}
+    assert by_name["fast disk"].added == pytest.approx(0.0, abs=1e-6 * analysis.base_max_throughput)
+    assert by_name["cores"].max_throughput == pytest.approx(
+        2 * analysis.base_max_throughput, rel=0.01
+    )
+    assert analysis.recommended is not None and analysis.recommended.name == "cores"
+    assert analysis.base_limit == "cpu"
+
+
+def test_a_cgroup_limit_at_the_machines_cpus_is_no_quota() -> None:
+    """The collector reports the CPUs as the cgroup's limit when it has no quota: more CPUs
+    raise it (they did not: twice the cores added nothing to any workload), where a real
+    quota stays."""
+    w = MODEL.workload(
+        {
+            **dict.fromkeys(
+                ("seq_read_bw", "seq_write_bw", "rand_read_rate", "rand_write_rate", "app_sys"),
+                0.0,
+            ),
+            **dict.fromkeys(("bg_cpu", "bg_read_bw", "bg_write_bw"), 0.0),
+            "app_cpu": 1.8,
+            "cpu_grant": 1.0,
+            "idle_threads": 8.0,  # threads to spare: the cores limit it, not its threads
+        }
+    )
+    cores = Catalogue((Option("cores", 180.0, "cpu", scale={"ncpu": 2.0}),))
+    unlimited = analyse_upgrades(MODEL, w, cores, inputs={"cpu_limit": 2.0})
+    assert unlimited.base_max_load == pytest.approx(2.0 / 1.8, rel=1e-3)
+    assert unlimited.results[0].max_load == pytest.approx(4.0 / 1.8, rel=1e-3)
+    quota = analyse_upgrades(MODEL, w, cores, inputs={"cpu_limit": 1.9})
+    assert quota.results[0].max_load == pytest.approx(quota.base_max_load, rel=1e-6)

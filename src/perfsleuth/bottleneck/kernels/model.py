@@ -10,7 +10,9 @@ workloads at once: ``model.predict(w)`` with ``w`` of shape (k, m) gives the pre
 
 A calibration (:mod:`perfsleuth.bottleneck.kernels.calibration`) or an upgrade replaces
 constants and tables with :meth:`Model.with_values`, which recompiles (cheap: folding constants
-again).
+again). Formulas marked ``held`` are properties of the program rather than of its load or
+hardware (the built-in model's busy threads and the CPUs it was measured on): a what-if passes
+today's values (:meth:`Model.held_values`) to :meth:`Model.predict`, which uses them instead.
 """
 
 from __future__ import annotations
@@ -341,10 +343,13 @@ class Model:
             compiled = expr.compile_node(nodes[name], folded, self.tables)
             if callable(compiled):
                 self._formulas.append((name, compiled))
+            elif f.held:  # never folded into what reads it: a what-if replaces it
+                self._formulas.append((name, _constant(compiled)))
             else:
                 folded[name] = compiled
         self._folded = folded
         self.units = units
+        self.held = tuple(f.name for f in spec.formula if f.held)
 
         def compile_expr(key: str, text: str, unit: Unit | None) -> expr.Compiled:
             node = parse(key, text)
@@ -512,8 +517,14 @@ class Model:
 
     # -- evaluation -------------------------------------------------------------------------
 
-    def environment(self, w: Array, inputs: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Every formula's value for the workloads ``w`` (k, m) (constants folded in)."""
+    def environment(
+        self,
+        w: Array,
+        inputs: Mapping[str, Any] | None = None,
+        held: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Every formula's value for the workloads ``w`` (k, m) (constants folded in);
+        ``held``: values of the model's held formulas to use instead (a what-if's, today's)."""
         w = np.atleast_2d(np.asarray(w, dtype=np.float64))
         env: dict[str, Any] = dict(self._folded)
         env.update(self.input_defaults)
@@ -521,15 +532,34 @@ class Model:
             env.update({k: v for k, v in inputs.items() if k in self.input_defaults})
         for j, name in enumerate(self.parameters):
             env[name] = w[:, j]
+        if held:
+            env.update({k: v for k, v in held.items() if k in self.held})
+        pinned = set(held or ()) & set(self.held)
         with np.errstate(all="ignore"):
             for name, fn in self._formulas:
-                env[name] = fn(env)  # type: ignore[operator]
+                if name not in pinned:
+                    env[name] = fn(env)  # type: ignore[operator]
         return env
 
-    def predict(self, w: Array, inputs: Mapping[str, Any] | None = None) -> tuple[Array, Array]:
-        """Predicted counters (k, n) and resource utilisations (k, r) for workloads (k, m)."""
+    def held_values(self, w: Array, inputs: Mapping[str, Any] | None = None) -> dict[str, Array]:
+        """The held formulas' values for workloads ``w``: what a what-if of them keeps."""
         w = np.atleast_2d(np.asarray(w, dtype=np.float64))
         env = self.environment(w, inputs)
+        return {
+            name: np.broadcast_to(np.asarray(env[name], dtype=np.float64), (w.shape[0],))
+            for name in self.held
+        }
+
+    def predict(
+        self,
+        w: Array,
+        inputs: Mapping[str, Any] | None = None,
+        held: Mapping[str, Any] | None = None,
+    ) -> tuple[Array, Array]:
+        """Predicted counters (k, n) and resource utilisations (k, r) for workloads (k, m)
+        (``held``: see :meth:`environment`)."""
+        w = np.atleast_2d(np.asarray(w, dtype=np.float64))
+        env = self.environment(w, inputs, held)
         k = w.shape[0]
         with np.errstate(all="ignore"):
             counters = _stack([_value(fn, env) for fn in self._counter_fns], k)
@@ -650,6 +680,13 @@ class Model:
                         f"{label}: {name} = {got!r}, expected {expected!r} "
                         f"(rtol {case.rtol:g}, atol {case.atol:g})",
                     )
+
+
+def _constant(value: float) -> expr.Compiled:
+    def constant(env: Mapping[str, Any]) -> float:
+        return value
+
+    return constant
 
 
 def _value(fn: expr.Compiled, env: Mapping[str, Any]) -> Any:

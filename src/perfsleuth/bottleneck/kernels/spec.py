@@ -122,6 +122,9 @@ class FormulaSpec(_Strict):
     expr: str
     unit: str
     description: str = ""
+    held: bool = False
+    """A property of the program, not of its load or hardware (its threads, the CPUs it was
+    measured on): what-ifs (more load, an upgrade) keep the value of today's workload."""
 
 
 class CounterSpec(_Strict):

@@ -2,7 +2,8 @@
 paper).
 
 The inferred workload is scaled up (every parameter marked ``load = true``: rates, CPU per
-second; sizes, extents and memory stay) until the first throughput-limiting resource reaches
+second; sizes, extents and memory stay, and the model's ``held`` formulas keep today's values:
+the same program, its threads the same) until the first throughput-limiting resource reaches
 100%; that load factor t* times the current throughput is the maximum throughput. The unit of
 throughput is, as in the paper, the stream with the highest rate under the inferred workload.
 Each catalogue option (and each combination of up to ``max_combined`` options from different
@@ -165,16 +166,22 @@ def apply_option(model: Model, option: Option) -> Model:
 
 
 def max_load(
-    model: Model, w: Array, inputs: Mapping[str, float] | None = None
+    model: Model,
+    w: Array,
+    inputs: Mapping[str, float] | None = None,
+    held: Mapping[str, Array] | None = None,
 ) -> tuple[float, str]:
     """The load factor at which the first throughput-limiting resource reaches 100%, and that
-    resource. Capped at 1e5 (nothing saturates) and floored at 1e-3."""
+    resource. Capped at 1e5 (nothing saturates) and floored at 1e-3. The model's held
+    formulas (the workload's threads, the CPUs it was measured on) keep ``held``, by default
+    their values for ``w`` under ``model``: more load is more work for the same program."""
     limited = np.array([r.throughput for r in model.resources], dtype=bool)
     names = [r.name for r in model.resources]
+    today = model.held_values(w, inputs) if held is None else held
 
     def worst(factors: Array) -> tuple[Array, Array]:
         loads = np.where(model.load_mask, w[None, :] * factors[:, None], w[None, :])
-        _, utils = model.predict(loads, inputs)
+        _, utils = model.predict(loads, inputs, today)
         utils = np.where(np.isfinite(utils), utils, np.inf)[:, limited]
         return utils.max(axis=1), utils.argmax(axis=1)
 
@@ -290,7 +297,9 @@ def analyse_upgrades(
     main = int(np.argmax(rates))
     unit = model.streams[main][0]
     now = float(rates[main])
-    base_t, base_limit = max_load(model, w, inputs)
+    # what the options keep: today's threads and the CPUs they were measured on
+    today = model.held_values(w, inputs)
+    base_t, base_limit = max_load(model, w, inputs, today)
     base_max = base_t * now
     goal = (
         target if target is not None else (None if target_factor is None else target_factor * now)
@@ -300,7 +309,7 @@ def analyse_upgrades(
         changed = model
         for option in combo:
             changed = apply_option(changed, option)
-        t, limit = max_load(changed, w, inputs)
+        t, limit = max_load(changed, w, inputs, today)
         top = t * now
         added = top - base_max
         price = float(sum(o.price for o in combo))
