@@ -40,13 +40,17 @@ schedstat and /proc/diskstats), the construction label otherwise.
 probabilities with each kind of evidence left out (:data:`EVIDENCE`) and the model's own
 upgrade advice from the example catalogue.
 
+``--advice`` asks whether the model's own upgrade advice (the example catalogue) agrees
+with its headline: a CPU option for a recording headlined cpu, a disk option for disk.
+
 ``--inputs`` judges with the counters a user may have (:data:`INPUTS`): all the collector's,
 the host's and the cgroup's own files only, or those without the cgroup's CPU pressure;
 ``--summary`` prints one line per corpus, counter set and half; ``--ablation`` which
 counters each judged decision needs (each group of :data:`GROUPS` left out in turn).
 
 Run: .venv/bin/python benchmarks/bottleneck_accuracy.py [--half tune|held-out|both] [--fit]
-     [--sweep] [--list] [--summary] [--ablation] [--evidence] [--inputs all|cgroup|no-cpu-pressure]
+     [--sweep] [--list] [--summary] [--ablation] [--evidence] [--advice]
+     [--inputs all|cgroup|no-cpu-pressure]
      [--temperature T] [--drop COUNTER,...] [--zero COUNTER,...] [--corpus DIR ...]
 """
 
@@ -67,6 +71,7 @@ import pandas as pd  # noqa: E402
 
 from perfsleuth.bottleneck.detector import BottleneckDetector  # noqa: E402
 from perfsleuth.bottleneck.importers import to_model_counters  # noqa: E402
+from perfsleuth.bottleneck.kernels.upgrades import load_catalogue  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "bottleneck"
 """Recorded at load 14–32 (five other engineers' work besides the co-tenants)."""
@@ -445,6 +450,32 @@ def evidence(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]], half: str) 
                         )
 
 
+def advice(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]], half: str) -> None:
+    """Does the model's own upgrade advice (example catalogue) agree with its headline? Per
+    corpus and half: of the recordings headlined cpu or disk, how many get an option of that
+    resource's group recommended, and the recommendations counted by headline."""
+    print("\nupgrade advice against the headline (example catalogue):")
+    groups = {o.name: o.group for o in load_catalogue(CATALOGUE).options}
+    detector = BottleneckDetector(upgrades=str(CATALOGUE))
+    for path, frame, labels in corpora:
+        for name in ("tune", "held-out") if half == "both" else (half,):
+            mine = labels[labels["half"] == name]
+            analysis = detector.analyse(frame[frame["entity"].isin(set(mine["entity"]))])
+            agree, judged = 0, 0
+            seen: dict[tuple[str, str], int] = {}
+            for entity in analysis.entities:
+                ua = entity.upgrades
+                pick = "-" if ua is None or ua.recommended is None else ua.recommended.name
+                seen[(entity.state, pick)] = seen.get((entity.state, pick), 0) + 1
+                if entity.state in ("cpu", "disk"):
+                    judged += 1
+                    options = () if pick == "-" else pick.split(" + ")
+                    agree += any(groups[o] == entity.state for o in options)
+            print(f"  {path.name:11s} {name:9s} {agree:3d}/{judged:<3d} agree")
+            for (state, pick), count in sorted(seen.items()):
+                print(f"      headline {state:7s} {count:3d} x {pick}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -480,6 +511,11 @@ def main() -> None:
         action="store_true",
         help="for each disk-built recording headlined otherwise: its state probabilities with "
         "each kind of evidence left out, and the model's own upgrade advice",
+    )
+    parser.add_argument(
+        "--advice",
+        action="store_true",
+        help="does the model's upgrade advice (example catalogue) agree with its headline?",
     )
     parser.add_argument(
         "--summary",
@@ -521,6 +557,9 @@ def main() -> None:
         return
     if args.evidence:
         evidence(corpora, args.half)
+        return
+    if args.advice:
+        advice(corpora, args.half)
         return
     drop = tuple(c for c in args.drop.split(",") if c) + INPUTS[args.inputs]
     for path, every, all_labels in corpora:
