@@ -43,6 +43,10 @@ upgrade advice from the example catalogue.
 ``--advice`` asks whether the model's own upgrade advice (the example catalogue) agrees
 with its headline: a CPU option for a recording headlined cpu, a disk option for disk.
 
+``--uncontended`` asks another question than the headline's, for comparison with the
+construction labels: which resource would limit the workload if its threads got a whole CPU
+whenever they are runnable (other tenants' CPU set aside).
+
 ``--inputs`` judges with the counters a user may have (:data:`INPUTS`): all the collector's,
 the host's and the cgroup's own files only, or those without the cgroup's CPU pressure;
 ``--summary`` prints one line per corpus, counter set and half; ``--ablation`` which
@@ -50,7 +54,7 @@ counters each judged decision needs (each group of :data:`GROUPS` left out in tu
 
 Run: .venv/bin/python benchmarks/bottleneck_accuracy.py [--half tune|held-out|both] [--fit]
      [--sweep] [--list] [--summary] [--ablation] [--evidence] [--advice]
-     [--inputs all|cgroup|no-cpu-pressure]
+     [--uncontended] [--inputs all|cgroup|no-cpu-pressure]
      [--temperature T] [--drop COUNTER,...] [--zero COUNTER,...] [--corpus DIR ...]
 """
 
@@ -71,7 +75,7 @@ import pandas as pd  # noqa: E402
 
 from perfsleuth.bottleneck.detector import BottleneckDetector  # noqa: E402
 from perfsleuth.bottleneck.importers import to_model_counters  # noqa: E402
-from perfsleuth.bottleneck.kernels.upgrades import load_catalogue  # noqa: E402
+from perfsleuth.bottleneck.kernels.upgrades import load_catalogue, max_load  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "bottleneck"
 """Recorded at load 14–32 (five other engineers' work besides the co-tenants)."""
@@ -476,6 +480,48 @@ def advice(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]], half: str) ->
                 print(f"      headline {state:7s} {count:3d} x {pick}")
 
 
+def uncontended(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]], half: str) -> None:
+    """Another question than the headline's, for comparison with the construction labels:
+    which resource would limit the workload if its threads got a whole CPU whenever runnable
+    (other tenants' CPU set aside: ``cpu_grant`` = 1, its busy threads held)? The limit of
+    :func:`max_load` there, for recordings headlined ``cpu`` or ``disk`` (``none`` and
+    ``memory`` keep the headline); at the most probable workload only (no probability)."""
+    print("\nthe limit given the CPU it asks for, against the labels built:")
+    detector = BottleneckDetector()
+    for path, frame, labels in corpora:
+        for name in ("tune", "held-out") if half == "both" else (half,):
+            mine = labels[labels["half"] == name]
+            analysis = detector.analyse(frame[frame["entity"].isin(set(mine["entity"]))])
+            model = analysis.model
+            grant = model.parameters.index("cpu_grant")
+            by_entity = {e.entity: e for e in analysis.entities}
+            right = {"headline": 0, "given the CPU": 0}
+            lines = []
+            for row in mine.itertuples():
+                entity = by_entity[row.entity]
+                state = entity.state
+                if state in ("cpu", "disk"):
+                    w = np.asarray(entity.overall.w, dtype=np.float64)
+                    inputs = entity.overall.inputs
+                    today = model.held_values(w, inputs)
+                    free = w.copy()
+                    free[grant] = 1.0
+                    factor, state = max_load(model, free, inputs, today)
+                right["headline"] += entity.state == row.expected
+                right["given the CPU"] += state == row.expected
+                if state != entity.state:
+                    lines.append(
+                        f"      {row.entity:22s} label {row.expected:6s} headline "
+                        f"{entity.state:6s} given the CPU {state} (at {factor:.1f}x its load)"
+                    )
+            print(
+                f"  {path.name:11s} {name:9s} headline {right['headline']}/{len(mine)}, "
+                f"given the CPU {right['given the CPU']}/{len(mine)}"
+            )
+            if lines:
+                print("\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -516,6 +562,12 @@ def main() -> None:
         "--advice",
         action="store_true",
         help="does the model's upgrade advice (example catalogue) agree with its headline?",
+    )
+    parser.add_argument(
+        "--uncontended",
+        action="store_true",
+        help="which resource would limit each workload given the CPU it asks for (compared "
+        "with the labels built; not the headline's question)",
     )
     parser.add_argument(
         "--summary",
@@ -560,6 +612,9 @@ def main() -> None:
         return
     if args.advice:
         advice(corpora, args.half)
+        return
+    if args.uncontended:
+        uncontended(corpora, args.half)
         return
     drop = tuple(c for c in args.drop.split(",") if c) + INPUTS[args.inputs]
     for path, every, all_labels in corpora:
