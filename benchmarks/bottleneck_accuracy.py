@@ -75,7 +75,7 @@ import pandas as pd  # noqa: E402
 
 from perfsleuth.bottleneck.detector import BottleneckDetector  # noqa: E402
 from perfsleuth.bottleneck.importers import to_model_counters  # noqa: E402
-from perfsleuth.bottleneck.kernels.upgrades import load_catalogue, max_load  # noqa: E402
+from perfsleuth.bottleneck.kernels.upgrades import load_catalogue, uncontended_limit  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "bottleneck"
 """Recorded at load 14–32 (five other engineers' work besides the co-tenants)."""
@@ -483,9 +483,10 @@ def advice(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]], half: str) ->
 def uncontended(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]], half: str) -> None:
     """Another question than the headline's, for comparison with the construction labels:
     which resource would limit the workload if its threads got a whole CPU whenever runnable
-    (other tenants' CPU set aside: ``cpu_grant`` = 1, its busy threads held)? The limit of
-    :func:`max_load` there, for recordings headlined ``cpu`` or ``disk`` (``none`` and
-    ``memory`` keep the headline); at the most probable workload only (no probability)."""
+    (other tenants' CPU set aside: the model's ``uncontended`` parameters, ``cpu_grant`` = 1,
+    its busy threads held; ``uncontended_limit``, which the findings' explanations name), for
+    recordings headlined ``cpu`` or ``disk`` (``none`` and ``memory`` keep the headline); at
+    the most probable workload only (no probability)."""
     print("\nthe limit given the CPU it asks for, against the labels built:")
     detector = BottleneckDetector()
     for path, frame, labels in corpora:
@@ -493,20 +494,15 @@ def uncontended(corpora: list[tuple[Path, pd.DataFrame, pd.DataFrame]], half: st
             mine = labels[labels["half"] == name]
             analysis = detector.analyse(frame[frame["entity"].isin(set(mine["entity"]))])
             model = analysis.model
-            grant = model.parameters.index("cpu_grant")
             by_entity = {e.entity: e for e in analysis.entities}
             right = {"headline": 0, "given the CPU": 0}
             lines = []
             for row in mine.itertuples():
                 entity = by_entity[row.entity]
                 state = entity.state
-                if state in ("cpu", "disk"):
-                    w = np.asarray(entity.overall.w, dtype=np.float64)
-                    inputs = entity.overall.inputs
-                    today = model.held_values(w, inputs)
-                    free = w.copy()
-                    free[grant] = 1.0
-                    factor, state = max_load(model, free, inputs, today)
+                limit = uncontended_limit(model, entity.overall.w, entity.overall.inputs)
+                if state in ("cpu", "disk") and limit is not None:
+                    state, factor = limit
                 right["headline"] += entity.state == row.expected
                 right["given the CPU"] += state == row.expected
                 if state != entity.state:

@@ -189,3 +189,23 @@ def test_nanosecond_times_give_findings_without_a_warning() -> None:
     us = pd.Timedelta(microseconds=1)
     assert abs(finding.start - frame["time"].min()) < us
     assert abs(finding.end - frame["time"].max()) < us
+
+
+def test_a_reader_starved_by_its_neighbours_names_its_disk_given_the_cpu() -> None:
+    """The heavy corpus's rand-read#1 (direct reads at load 24): CPU now, its threads
+    runnable 81% of the time; given the CPU it asks for, its disk would limit it (the same
+    job ran 9x faster with more CPU); a disk-bound reader's explanation adds nothing."""
+    corpus = Path(__file__).parents[1] / "data/bottleneck/corpus-r1.parquet"
+    frame = pd.read_parquet(corpus)
+    frame = frame[frame["entity"].isin(["rand-read#1", "seq-read#1"])]
+    findings = {f.entity: f for f in BottleneckDetector().detect(frame)}
+    starved = findings["rand-read#1"]
+    assert starved.metric == "cpu"
+    assert "given the CPU it asks for, disk would limit it instead (at " in starved.explanation
+    evidence = starved.evidence_dict()
+    assert evidence["uncontended.limit"] == "disk"
+    assert evidence["uncontended.load"] > 1.0
+    reader = findings["seq-read#1"]
+    assert reader.metric == "disk"
+    assert "given the CPU" not in reader.explanation
+    assert reader.evidence_dict()["uncontended.limit"] == "disk"

@@ -163,6 +163,11 @@ BROKEN = [
         r"in B/s, declared 1",
     ),
     ("[[golden]]", "[[golden]\n", r"not valid TOML"),
+    (
+        "[[golden]]",
+        '[uncontended]\nlabel = "x"\nset = { rat = 1 }\n\n[[golden]]',
+        r"model.toml:\d+: uncontended.set.rat: not a parameter \(did you mean 'rate'\?\)",
+    ),
 ]
 
 

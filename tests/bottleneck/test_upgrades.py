@@ -16,6 +16,7 @@ from perfsleuth.bottleneck.kernels.upgrades import (
     apply_option,
     load_catalogue,
     max_load,
+    uncontended_limit,
 )
 from perfsleuth.errors import ConfigError
 
@@ -223,3 +224,33 @@ def test_a_cgroup_limit_at_the_machines_cpus_is_no_quota() -> None:
     assert unlimited.results[0].max_load == pytest.approx(4.0 / 1.8, rel=1e-3)
     quota = analyse_upgrades(MODEL, w, cores, inputs={"cpu_limit": 1.9})
     assert quota.results[0].max_load == pytest.approx(quota.base_max_load, rel=1e-6)
+
+
+def test_without_its_neighbours_the_starved_reader_would_be_limited_by_its_disk() -> None:
+    """What other tenants cost it set aside (a whole CPU whenever its threads are runnable,
+    the same threads): the disk would limit the starved reader, at the load that fills it; a
+    CPU burner among hogs would still be limited by the CPU."""
+    inputs = {"mem_limit": 1 << 30, "cpu_limit": 2.0}
+    reader = starved_reader()
+    limit = uncontended_limit(MODEL, reader, inputs)
+    assert limit is not None
+    resource, factor = limit
+    _, utils = MODEL.predict(reader[None, :], inputs)
+    disk = float(utils[0, MODEL.resource_names.index("disk")])
+    assert resource == "disk"
+    assert factor == pytest.approx(1.0 / disk, rel=0.05)  # the device's share grows with load
+    burner = MODEL.workload(
+        {
+            **dict.fromkeys(
+                ("seq_read_bw", "seq_write_bw", "rand_read_rate", "rand_write_rate", "app_sys"),
+                0.0,
+            ),
+            **dict.fromkeys(("bg_read_bw", "bg_write_bw", "idle_threads"), 0.0),
+            "app_cpu": 0.22,
+            "cpu_grant": 0.11,
+            "bg_cpu": 1.78,
+        }
+    )
+    limit = uncontended_limit(MODEL, burner, inputs)
+    assert limit is not None and limit[0] == "cpu"
+    assert limit[1] == pytest.approx(2.0 / 0.22, rel=1e-3)  # its 2 threads would fill 2 CPUs

@@ -47,6 +47,7 @@ from perfsleuth.bottleneck.kernels.upgrades import (
     UpgradeAnalysis,
     analyse_upgrades,
     load_catalogue,
+    uncontended_limit,
 )
 from perfsleuth.bottleneck.kernels.windows import noise_scale, steady_windows
 from perfsleuth.durations import Duration
@@ -431,6 +432,9 @@ class BottleneckDetector(DetectorMixin):
                     warning=self.warning_utilisation,
                     error=self.error_utilisation,
                     windows=len(episode.windows),
+                    uncontended=uncontended_limit(
+                        model, episode.inference.w, episode.inference.inputs
+                    ),
                 )
             )
             if episode.upgrades is not None:

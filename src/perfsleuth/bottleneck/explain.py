@@ -74,10 +74,31 @@ def unexplained(inference: Inference, most: int = 2) -> list[tuple[str, float, f
     ]
 
 
-def explain(model: Model, inference: Inference) -> str:
+def explain(
+    model: Model, inference: Inference, uncontended: tuple[str, float] | None = None
+) -> str:
     """One sentence: the most probable state — no bottleneck, or the bottleneck, how full it
-    is, what fills it and the runner-up — and the counters the model does not explain."""
-    return _headline(model, inference) + _misfit(model, inference)
+    is, what fills it and the runner-up — and the counters the model does not explain.
+    ``uncontended``: the resource that would limit the workload without what other tenants
+    cost it, and at what load factor (:func:`~perfsleuth.bottleneck.kernels.upgrades.
+    uncontended_limit`), named when it is not the headline's."""
+    return (
+        _headline(model, inference)
+        + _uncontended(model, inference, uncontended)
+        + (_misfit(model, inference))
+    )
+
+
+def _uncontended(model: Model, inference: Inference, uncontended: tuple[str, float] | None) -> str:
+    if uncontended is None or model.uncontended is None or inference.state == "none":
+        return ""
+    resource, factor = uncontended
+    if resource == inference.state:
+        return ""
+    label = model.resources[model.resource_names.index(resource)].label
+    return (
+        f"; {model.uncontended[0]}, {label} would limit it instead (at {factor:.1f}x today's load)"
+    )
 
 
 def _misfit(model: Model, inference: Inference) -> str:
@@ -148,11 +169,14 @@ def bottleneck_finding(
     warning: float = 0.8,
     error: float = 0.95,
     windows: int = 1,
+    uncontended: tuple[str, float] | None = None,
 ) -> Finding:
     """A ``bottleneck`` finding about the inference's most probable resource: the explanation,
     and as evidence the probability of each state (no bottleneck, each resource), each
     resource's utilisation (with its 90% interval), how much the residuals widened the error
-    model, the inferred workload, and the observed and predicted counters."""
+    model, the resource that would limit the workload without what other tenants cost it
+    (``uncontended``, when given), the inferred workload, and the observed and predicted
+    counters."""
     j = model.resource_names.index(inference.bottleneck)
     util = float(inference.utilisation[j])
     severity = (
@@ -176,6 +200,11 @@ def bottleneck_finding(
             Evidence(f"util.{r.name}.p95", _round(inference.util_high[i]), "fraction"),
             Evidence(f"p.{r.name}", _round(inference.p(r.name))),
         ]
+    if uncontended is not None:
+        evidence += [
+            Evidence("uncontended.limit", uncontended[0]),
+            Evidence("uncontended.load", _round(uncontended[1]), "x"),
+        ]
     for column, _, _, sd in unexplained(inference, most=len(inference.columns)):
         evidence.append(Evidence(f"unexplained.{column}", round(sd, 2), "sd"))
     for i, name in enumerate(model.parameters):
@@ -196,7 +225,7 @@ def bottleneck_finding(
         start=start,
         end=end,
         severity=severity,
-        explanation=explain(model, inference),
+        explanation=explain(model, inference, uncontended),
         evidence=tuple(evidence),
         detector=detector,
     )

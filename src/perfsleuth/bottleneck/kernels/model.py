@@ -256,6 +256,19 @@ class Model:
             [p.background for p in spec.parameters.values()], dtype=bool
         )
         self._alone_priors = self.priors.pinned(self.background_mask)
+        self.uncontended: tuple[str, dict[int, float]] | None = None
+        if spec.uncontended is not None:
+            freed: dict[int, float] = {}
+            for name, value in spec.uncontended.set.items():
+                key = f"uncontended.set.{name}"
+                if name not in spec.parameters:
+                    raise self._where.error(
+                        key, f"not a parameter{_suggest(name, spec.parameters)}"
+                    )
+                if not math.isfinite(value):
+                    raise self._where.error(key, f"not a finite number: {value}")
+                freed[self.parameters.index(name)] = float(value)
+            self.uncontended = (spec.uncontended.label, freed)
 
         self.constants: dict[str, float] = {}
         for name, c in spec.constants.items():

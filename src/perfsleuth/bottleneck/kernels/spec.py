@@ -163,6 +163,15 @@ class LoadSpec(_Strict):
     streams: list[StreamSpec] = Field(min_length=1)
 
 
+class UncontendedSpec(_Strict):
+    """Parameters that, set, take away what other tenants cost the workload (the built-in
+    model: ``cpu_grant = 1``, a whole CPU whenever its threads are runnable): the resource
+    that would limit it then is named beside the headline."""
+
+    label: str = Field(min_length=1)
+    set: dict[str, float] = Field(min_length=1)
+
+
 class GoldenSpec(_Strict):
     name: str = Field(min_length=1)
     parameters: dict[str, float] = Field(default_factory=dict)
@@ -183,4 +192,5 @@ class ModelFile(_Strict):
     counters: dict[str, CounterSpec] = Field(min_length=1)
     resources: dict[str, ResourceSpec] = Field(min_length=1)
     load: LoadSpec
+    uncontended: UncontendedSpec | None = None
     golden: list[GoldenSpec] = Field(default_factory=list)

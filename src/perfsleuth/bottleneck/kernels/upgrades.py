@@ -57,6 +57,7 @@ __all__ = [
     "apply_option",
     "load_catalogue",
     "max_load",
+    "uncontended_limit",
 ]
 
 Array = npt.NDArray[np.float64]
@@ -203,6 +204,21 @@ def max_load(
     _, which = worst(np.array([max(factor, _T_MIN) * 1.0001]))
     resource = [n for n, keep in zip(names, limited, strict=True) if keep][int(which[0])]
     return factor, resource
+
+
+def uncontended_limit(
+    model: Model, w: Array, inputs: Mapping[str, float] | None = None
+) -> tuple[str, float] | None:
+    """The resource that would limit workload ``w`` without what other tenants cost it (the
+    model's ``uncontended`` parameters set, its held formulas at today's values), and the
+    load factor at which it would; ``None`` when the model declares no such parameters."""
+    if model.uncontended is None:
+        return None
+    free = np.array(w, dtype=np.float64)
+    for i, value in model.uncontended[1].items():
+        free[i] = value
+    factor, limit = max_load(model, free, inputs, model.held_values(w, inputs))
+    return limit, factor
 
 
 @dataclass(frozen=True)
