@@ -194,10 +194,11 @@ def test_nanosecond_times_give_findings_without_a_warning() -> None:
 def test_a_reader_starved_by_its_neighbours_names_its_disk_given_the_cpu() -> None:
     """The heavy corpus's rand-read#1 (direct reads at load 24): CPU now, its threads
     runnable 81% of the time; given the CPU it asks for, its disk would limit it (the same
-    job ran 9x faster with more CPU); a disk-bound reader's explanation adds nothing."""
+    job ran 9x faster with more CPU); the explanation of a disk-bound reader, or of a memory
+    thrash (memory limits no throughput), adds nothing."""
     corpus = Path(__file__).parents[1] / "data/bottleneck/corpus-r1.parquet"
     frame = pd.read_parquet(corpus)
-    frame = frame[frame["entity"].isin(["rand-read#1", "seq-read#1"])]
+    frame = frame[frame["entity"].isin(["rand-read#1", "seq-read#1", "memcg-thrash#1"])]
     findings = {f.entity: f for f in BottleneckDetector().detect(frame)}
     starved = findings["rand-read#1"]
     assert starved.metric == "cpu"
@@ -209,3 +210,6 @@ def test_a_reader_starved_by_its_neighbours_names_its_disk_given_the_cpu() -> No
     assert reader.metric == "disk"
     assert "given the CPU" not in reader.explanation
     assert reader.evidence_dict()["uncontended.limit"] == "disk"
+    thrash = findings["memcg-thrash#1"]
+    assert thrash.metric == "memory"
+    assert "given the CPU" not in thrash.explanation

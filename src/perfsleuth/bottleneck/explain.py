@@ -93,8 +93,9 @@ def _uncontended(model: Model, inference: Inference, uncontended: tuple[str, flo
     if uncontended is None or model.uncontended is None or inference.state == "none":
         return ""
     resource, factor = uncontended
-    if resource == inference.state:
-        return ""
+    headline = model.resources[model.resource_names.index(inference.state)]
+    if resource == inference.state or not headline.throughput:
+        return ""  # a memory shortage is no throughput limit: nothing to set beside it
     label = model.resources[model.resource_names.index(resource)].label
     return (
         f"; {model.uncontended[0]}, {label} would limit it instead (at {factor:.1f}x today's load)"
