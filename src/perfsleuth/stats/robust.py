@@ -121,49 +121,153 @@ def detect_period(
     """The dominant period of ``x`` in observations, or ``None``.
 
     A period P qualifies when the series oscillates at it: the autocorrelation at P exceeds the
-    mean of those half a period either side (P/2 and 3P/2) by ``strength`` (and by four
-    standard errors of an autocorrelation, 4/√n), the same holds around 2P, and the series holds
-    at least ``cycles`` periods (P ≤ :data:`MAX_PERIOD`). Comparing with both sides cancels the
-    slow, nearly linear decline that a level shift or a trend adds to every lag, so neither
-    qualifies, and the peak is not pulled towards shorter lags. The lag is then refined to the
-    neighbour whose harmonics oscillate most.
+    mean of those half a period either side (P/2 and 3P/2) by ``strength`` and by four standard
+    errors of an autocorrelation, the same holds around 2P (by half as much), and the series
+    holds at least ``cycles`` periods (P ≤ :data:`MAX_PERIOD`). Comparing with both sides
+    cancels the slow, nearly linear decline that a level shift or a trend adds to every lag, so
+    neither qualifies, and the peak is not pulled towards shorter lags.
+
+    The autocorrelations are those of the series less its slow part, a running mean wider than
+    every period looked for (:func:`_cycle_residual`): the share of the variance a cycle can
+    explain is that about the trend and the levels, not about the grand mean. (About the grand
+    mean, Mauna Loa's CO2, whose yearly cycle is ±3 ppm on a rise of 50, had no period.) Periods
+    are looked for an octave at a time, shortest first, each on means of bins an eighth of its
+    shortest period or less, with a running mean of the octave's longest period; the standard
+    error is Bartlett's, counting the residual's own autocorrelations up to half the period
+    (slow wander oscillates by chance; a random walk's residual is such wander). The lag is
+    then refined at full resolution to the neighbour whose harmonics oscillate most.
     """
     n = x.size
     max_period = min(n // cycles, MAX_PERIOD)
     if max_period < min_period:
         return None
-    acf = _autocorrelation(x, min(n - 1, 3 * max_period))
-
-    def contrast(lag: NDArray[np.int64], half: NDArray[np.int64]) -> FloatArray:
-        out: FloatArray = acf[lag] - 0.5 * (acf[lag - half] + acf[lag + half])
-        return out
-
-    periods = np.arange(min_period, max_period + 1)
-    score = contrast(periods, periods // 2)
-    needed = max(strength, 4.0 / math.sqrt(n))
-    for i in np.argsort(-score, kind="stable")[:5]:
-        if score[i] < needed:
-            break
-        p = int(periods[i])
-        # a true period repeats: also oscillate at 2P (when the series is long enough to see it)
-        lag, half = np.array([2 * p]), np.array([p // 2])
-        if lag[0] + half[0] < acf.size and contrast(lag, half)[0] < needed / 2:
-            continue
-        return _refine(p, contrast, acf.size)
+    sums = _centred_sums(x)
+    lo = max(min_period, 2)
+    while lo <= max_period:
+        found = _period_in_octave(x, sums, lo, min(2 * lo - 1, max_period), strength)
+        if found is not None:
+            return found
+        lo *= 2
     return None
 
 
-def _refine(
-    p: int,
-    contrast: Callable[[NDArray[np.int64], NDArray[np.int64]], FloatArray],
-    size: int,
-) -> int:
-    """The lag next to ``p`` whose harmonics oscillate most: a peak at one lag is only accurate
-    to about a lag, while a period error accumulates over the cycles."""
+_BINS_PER_PERIOD = 8  # an octave's cycles are looked for on means of at most 1/8 of its shortest
+_SLOW_PERIODS = 4  # the slow part is fitted over this many of the octave's longest periods
+
+
+def _period_in_octave(
+    x: FloatArray, sums: FloatArray, lo: int, hi: int, strength: float
+) -> int | None:
+    """:func:`detect_period` among the periods ``lo`` … ``hi`` (readings), ``sums`` the prefix
+    sums of ``x`` (:func:`_centred_sums`)."""
+    b = max(1, lo // _BINS_PER_PERIOD)
+    m = (sums.size - 1) // b
+    means = (sums[b : m * b + 1 : b] - sums[: m * b : b]) / b
+    width = _SLOW_PERIODS * hi // b + 1  # several of the octave's longest periods (in bins)
+    r = _cycle_residual(means, width)
+    first, last = -(-lo // b), hi // b
+    if r.size < 2:
+        return None
+    acf = _autocorrelation(r, min(r.size - 1, 3 * last))
+    periods = np.arange(first, last + 1)
+    periods = periods[periods + periods // 2 < acf.size]
+    if not periods.size:
+        return None
+    score = _contrast(acf, periods)
+    # Bartlett: var(r_h) ≈ (1 + 2 Σ_{k<h'} r_k²)/m under dependence shorter than h' = P/2
+    squares = np.cumsum(np.concatenate([[0.0], acf[1:] ** 2]))
+    se = np.sqrt((1.0 + 2.0 * squares[np.maximum(periods // 2 - 1, 0)]) / r.size)
+    needed = np.maximum(strength, 4.0 * se)
+    for i in np.argsort(-score, kind="stable")[:5]:
+        p = int(periods[i])
+        # a true period repeats: also oscillate at 2P (when the series is long enough to see it)
+        if score[i] < needed[i] or (
+            2 * p + p // 2 < acf.size and _contrast(acf, np.array([2 * p]), p // 2)[0] < needed[i] / 2
+        ):
+            continue
+        if b == 1:
+            return _refine(acf, p, 2)
+        full = _cycle_residual(x, width * b)  # at full resolution, over up to 64 cycles
+        return _refine(_autocorrelation(full, min(full.size - 1, 64 * (hi + b))), p * b, b)
+    return None
+
+
+def _contrast(acf: FloatArray, lags: NDArray[np.int64], half: int | None = None) -> FloatArray:
+    """The autocorrelation at each lag less the mean of those half a period (``half``, or half
+    the lag) either side."""
+    h = lags // 2 if half is None else half
+    out: FloatArray = acf[lags] - 0.5 * (acf[lags - h] + acf[lags + h])
+    return out
+
+
+def _cycle_residual(x: FloatArray, width: int) -> FloatArray:
+    """``x`` less its slow part, in units of its local spread, with spikes winsorised at 5
+    robust σ: the variation a cycle shorter than ``width`` readings can explain, which a trend,
+    level shifts and a few outsized readings do not dominate.
+
+    The slow part is the straight line fitted to the ``width`` readings around each one (fewer
+    at the ends): the running mean inside, where the window is centred, and no bias on a trend
+    at the ends. A window several periods wide leaves the cycle nearly whole (a running mean
+    of W keeps 1 − sinc(W/P) of a sine of period P: .95–1.05 for W ≥ 4P) and does not shape
+    the noise into one: a window of about one period turns persistent noise into an
+    oscillation near it (AR(1) at φ = .8, 1,000 readings: a period in .32 of series). The
+    spread is the root mean square over the same window: the noise of a series growing
+    exponentially grows with it, and its last stretch would count for the whole (a period in
+    .065 of such series of 1,000 readings, against none)."""
+    n = x.size
+    h = width // 2
+    y = x - median(x)
+    sums = np.concatenate([[0.0], np.cumsum(y)])
+    r = np.empty(n)
+    if n <= 2 * h + 1:  # no whole window
+        r[:] = y - _window_lines(y, h, np.arange(n))
+    else:
+        r[h : n - h] = y[h : n - h] - (sums[2 * h + 1 :] - sums[: n - 2 * h]) / (2 * h + 1)
+        ends = np.arange(h)
+        r[:h] = y[:h] - _window_lines(y[: 2 * h + 1], h, ends)
+        r[n - h :] = y[n - h :] - _window_lines(y[::-1][: 2 * h + 1], h, ends)[::-1]
+    squares = np.concatenate([[0.0], np.cumsum(r * r)])
+    local = np.empty(n)
+    inner = max(n - 2 * h, 0)  # readings with a whole window
+    local[h : h + inner] = (squares[2 * h + 1 :] - squares[:inner]) / (2 * h + 1)
+    ends = np.concatenate([np.arange(min(h, n)), np.arange(max(n - h, h), n)])
+    lo, hi = np.maximum(ends - h, 0), np.minimum(ends + h + 1, n)
+    local[ends] = (squares[hi] - squares[lo]) / (hi - lo)
+    np.sqrt(local, out=local)
+    np.divide(r, local, out=r, where=local > 0)
+    r[local <= 0] = 0.0
+    bound = 5.0 * robust_scale(r)
+    if bound > 0:
+        np.clip(r, -bound, bound, out=r)
+    return r
+
+
+def _window_lines(y: FloatArray, h: int, at: NDArray[np.int64]) -> FloatArray:
+    """At each index of ``at``, the straight line fitted to ``y`` over the window of ``h``
+    readings either side (cut at the ends), evaluated there."""
+    n = y.size
+    lo, hi = np.maximum(at - h, 0), np.minimum(at + h + 1, n)
+    v = np.arange(n) / n  # time in units of the part: its prefix sums keep their precision
+    sy = np.concatenate([[0.0], np.cumsum(y)])
+    svy = np.concatenate([[0.0], np.cumsum(v * y)])
+    k = (hi - lo).astype(np.float64)
+    mid = (lo + hi - 1) / (2.0 * n)  # each window's mean time
+    spread = k * (k * k - 1.0) / (12.0 * n * n)  # Σ (v − v̄)² over the window
+    total = sy[hi] - sy[lo]
+    cross = svy[hi] - svy[lo] - mid * total
+    slope = np.divide(cross, spread, out=np.zeros(k.size), where=spread > 0)
+    out: FloatArray = total / k + slope * (v[at] - mid)
+    return out
+
+
+def _refine(acf: FloatArray, p: int, reach: int) -> int:
+    """The lag within ``reach`` of ``p`` whose harmonics oscillate most in ``acf``: a peak at
+    one lag is only accurate to about a lag (or a bin), while a period error accumulates over
+    the cycles."""
     best, best_score = p, -math.inf
-    for q in range(max(2, p - 2), p + 3):
-        lags = np.arange(q, size - q // 2, q)
-        score = float(contrast(lags, np.full(lags.size, q // 2)).mean()) if lags.size else -math.inf
+    for q in range(max(2, p - reach), p + reach + 1):
+        lags = np.arange(q, acf.size - q // 2, q)
+        score = float(_contrast(acf, lags, q // 2).mean()) if lags.size else -math.inf
         if score > best_score:
             best, best_score = q, score
     return best

@@ -1,0 +1,197 @@
+"""Which series the cycle stage finds a period in (``perfsleuth.stats.robust.detect_period``).
+
+Three tables, all at the search's own ``min_period`` (2 ``min_size``: 10 from 20 readings on):
+
+* **R datasets** (R's datasets package, from a snapshot of wch/r-source under /work/.mirror):
+  seasonal ones with a trend (co2, AirPassengers, UKgas, JohnsonJohnson — quarterly, so its 4
+  is below the search's shortest period and shown at ``min_period`` 2 as well), seasonal ones
+  without much (nottem, USAccDeaths, UKDriverDeaths, ldeaths), and non-seasonal ones (Nile,
+  LakeHuron, WWWusage, BJsales, austres, uspop, treering; lynx and sunspot.year have real
+  cycles of about 10 and 11 years): the period found and the points of ``find_change_points``;
+  ``--shift S`` also adds a level shift of S times the series' noise σ about its cycle and
+  trend (the MAD of its differences over a year, or lag 1 for non-seasonal ones, ÷ √2) at 60%
+  of the series, and prints the points found then.
+* **Nulls**: seeded series with no cycle — AR(1) noise (φ 0–.95), random walks, a trend in
+  AR(1) noise, one large level shift (8 σ) in AR(1) noise, exponential growth with AR(1)
+  noise — n from 40 to 10⁴: the share in which a (false) period is found.
+* **Seasonal**: the same with a sine cycle of period 12 (and 50 at n ≥ 400) and amplitude 1 or
+  2 noise σ added on a trend (a "co2"): the share in which the period is found (±1).
+
+The speed benchmark's real-shaped series (``benchmarks/changepoints.py``, period 288) are
+listed with ``--speed``. Seeded, so two versions of ``src`` see the same series
+(``PYTHONPATH=<src> .venv/bin/python benchmarks/changepoints_cycles.py``).
+
+Run: ``.venv/bin/python benchmarks/changepoints_cycles.py [--reps 200] [--shift 4] [--speed]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from scipy.signal import lfilter
+
+from perfsleuth import find_change_points
+from perfsleuth.stats.robust import detect_period
+
+FloatArray = npt.NDArray[np.float64]
+
+R_SOURCE = Path("/work/.mirror/wch+r-source/repo")
+SEASONAL = ("co2", "AirPassengers", "UKgas", "JohnsonJohnson", "nottem", "USAccDeaths",
+            "UKDriverDeaths", "ldeaths")  # fmt: skip
+OTHERS = ("Nile", "LakeHuron", "lynx", "sunspot.year", "WWWusage", "BJsales", "austres", "uspop",
+          "treering")  # fmt: skip
+SIZES = (40, 100, 400, 1000, 10_000)
+PHIS = (0.0, 0.5, 0.8, 0.9, 0.95)
+
+
+def r_series(name: str) -> FloatArray:
+    """The values of the ts object ``name`` written as R source in R's datasets package."""
+    git = R_SOURCE / ".git" if (R_SOURCE / ".git").exists() else R_SOURCE
+    file = "UKLungDeaths" if name in ("ldeaths", "mdeaths", "fdeaths") else name
+    path = f"HEAD:src/library/datasets/data/{file}.R"
+    text = subprocess.run(
+        ["git", f"--git-dir={git}", "show", path], check=True, capture_output=True, text=True
+    ).stdout
+    start = re.search(rf'^"?{re.escape(name)}"?\s*<-', text, re.MULTILINE)
+    if start is None:
+        raise ValueError(f"{name}: no assignment in {path}")
+    body = text[start.end() :]
+    body = body[body.index("c(") + 2 :]
+    numbers = re.findall(r"-?\d*\.?\d+(?:e-?\d+)?", body[: body.index(")")])
+    return np.array([float(v) for v in numbers])
+
+
+def search_min_period(n: int) -> int:
+    return 2 * max(1, min(5, n // 4))
+
+
+def ar1(rng: np.random.Generator, n: int, phi: float) -> FloatArray:
+    """AR(1) noise of unit marginal variance."""
+    x: FloatArray = lfilter([1.0], [1.0, -phi], rng.standard_normal(n))
+    return x * math.sqrt(1.0 - phi * phi)
+
+
+def null_series(kind: str, n: int, phi: float, seed: int) -> FloatArray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    if kind == "walk":
+        return np.cumsum(rng.standard_normal(n))
+    e = ar1(rng, n, phi)
+    if kind == "ar1":
+        return e
+    if kind == "trend":
+        return e + 10.0 * t
+    if kind == "step":
+        return e + np.where(t < rng.uniform(0.2, 0.8), 0.0, 8.0)
+    if kind == "exp":
+        return np.exp(3.0 * t) * (10.0 + e)
+    raise ValueError(kind)
+
+
+def seasonal_series(n: int, phi: float, period: int, amplitude: float, seed: int) -> FloatArray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    return ar1(rng, n, phi) + amplitude * np.sin(2 * np.pi * t / period) + 20.0 * t / n
+
+
+def period_of(x: FloatArray) -> int | None:
+    return detect_period(x, min_period=search_min_period(x.size))
+
+
+def r_table(shift: float) -> None:
+    print("| series | n | period | period (min 2) | points | " +
+          (f"points with a {shift:g} σ shift at 60% |" if shift else "|"))  # fmt: skip
+    print("|---|---|---|---|---|" + ("---|" if shift else ""))
+    for name in (*SEASONAL, *OTHERS):
+        x = r_series(name)
+        cp = find_change_points(x)
+        cells = [name, str(x.size), str(period_of(x)), str(detect_period(x, min_period=2)),
+                 f"{list(cp.indices)}"]  # fmt: skip
+        if shift:
+            at = int(0.6 * x.size)
+            # the noise about cycle and trend: differences over a year (or a lag of 1)
+            lag = 12 if name in SEASONAL and name != "JohnsonJohnson" else 1
+            lag = 4 if name in ("JohnsonJohnson", "UKgas") else lag
+            d = x[lag:] - x[:-lag]
+            sigma = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
+            y = x + np.where(np.arange(x.size) < at, 0.0, shift * sigma)
+            cells.append(f"{list(find_change_points(y).indices)} (at {at})")
+        print("| " + " | ".join(cells) + " |")
+
+
+def null_table(reps: int) -> None:
+    print(f"\nshare of {reps} series with no cycle in which a period is found")
+    print("| series | φ | " + " | ".join(f"n = {n}" for n in SIZES) + " |")
+    print("|---|---|" + "---|" * len(SIZES))
+    rows = [("ar1", phi) for phi in PHIS] + [("walk", 1.0)]
+    rows += [(kind, phi) for kind in ("trend", "step", "exp") for phi in (0.0, 0.8)]
+    for kind, phi in rows:
+        cells = []
+        for n in SIZES:
+            r = reps if n < 10_000 else max(1, reps // 4)
+            found = sum(
+                period_of(null_series(kind, n, phi, 7919 * n + s)) is not None for s in range(r)
+            )
+            cells.append(f"{found / r:.3f}")
+        print(f"| {kind} | {phi:g} | " + " | ".join(cells) + " |")
+
+
+def seasonal_table(reps: int) -> None:
+    print(f"\nshare of {reps} seasonal series on a trend (rise 20 σ) whose period is found (±1)")
+    print("| period | amplitude (σ) | φ | " + " | ".join(f"n = {n}" for n in SIZES) + " |")
+    print("|---|---|---|" + "---|" * len(SIZES))
+    for period in (12, 50):
+        for amplitude in (1.0, 2.0):
+            for phi in (0.0, 0.5, 0.8):
+                cells = []
+                for n in SIZES:
+                    if n < 3 * period:
+                        cells.append("–")
+                        continue
+                    r = reps if n < 10_000 else max(1, reps // 4)
+                    hits = 0
+                    for s in range(r):
+                        p = period_of(seasonal_series(n, phi, period, amplitude, 104_729 * n + s))
+                        hits += p is not None and abs(p - period) <= 1
+                    cells.append(f"{hits / r:.3f}")
+                row = f"| {period} | {amplitude:g} | {phi:g} | "
+                print(row + " | ".join(cells) + " |")
+
+
+def speed_table() -> None:
+    from changepoints import PERIOD, real_shaped
+
+    print(f"\nthe speed benchmark's real-shaped series (period {PERIOD})")
+    print("| n | shifts | period |")
+    print("|---|---|---|")
+    for n, k in ((10_000, 2), (100_000, 2), (100_000, 10), (100_000, 50), (1_000_000, 2),
+                 (1_000_000, 10), (1_000_000, 50)):  # fmt: skip
+        x, _ = real_shaped(n, k, seed=n + k)
+        print(f"| {n} | {k} | {period_of(x)} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--shift", type=float, default=0.0)
+    parser.add_argument("--speed", action="store_true")
+    parser.add_argument("--only", choices=("r", "null", "seasonal", "speed"), default=None)
+    args = parser.parse_args()
+    if args.only in (None, "r"):
+        r_table(args.shift)
+    if args.only in (None, "null"):
+        null_table(args.reps)
+    if args.only in (None, "seasonal"):
+        seasonal_table(args.reps)
+    if args.speed or args.only == "speed":
+        speed_table()
+
+
+if __name__ == "__main__":
+    main()
