@@ -8,9 +8,9 @@ Three tables, all at the search's own ``min_period`` (2 ``min_size``: 10 from 20
   without much (nottem, USAccDeaths, UKDriverDeaths, ldeaths), and non-seasonal ones (Nile,
   LakeHuron, WWWusage, BJsales, austres, uspop, treering; lynx and sunspot.year have real
   cycles of about 10 and 11 years): the period found and the points of ``find_change_points``;
-  ``--shift S`` also adds a level shift of S times the series' noise σ about its cycle and
+  ``--shifts S,..`` also adds a level shift of S times the series' noise σ about its cycle and
   trend (the MAD of its differences over a year, or lag 1 for non-seasonal ones, ÷ √2) at 60%
-  of the series, and prints the points found then.
+  of the series, and prints the points found then (``l`` a level point, ``s`` a slope point).
 * **Nulls**: seeded series with no cycle — AR(1) noise (φ 0–.95), random walks, a trend in
   AR(1) noise, one large level shift (8 σ) in AR(1) noise, exponential growth with AR(1)
   noise — n from 40 to 10⁴: the share in which a (false) period is found.
@@ -21,7 +21,8 @@ The speed benchmark's real-shaped series (``benchmarks/changepoints.py``, period
 listed with ``--speed``. Seeded, so two versions of ``src`` see the same series
 (``PYTHONPATH=<src> .venv/bin/python benchmarks/changepoints_cycles.py``).
 
-Run: ``.venv/bin/python benchmarks/changepoints_cycles.py [--reps 200] [--shift 4] [--speed]``
+Run: ``.venv/bin/python benchmarks/changepoints_cycles.py [--reps 200] [--shifts 4,8] [--speed]
+[--only r|null|seasonal|speed]``
 """
 
 from __future__ import annotations
@@ -104,25 +105,28 @@ def period_of(x: FloatArray) -> int | None:
     return detect_period(x, min_period=search_min_period(x.size))
 
 
-def r_table(shift: float) -> None:
-    print("| series | n | period | period (min 2) | points | " +
-          (f"points with a {shift:g} σ shift at 60% |" if shift else "|"))  # fmt: skip
-    print("|---|---|---|---|---|" + ("---|" if shift else ""))
+def r_table(shifts: list[float]) -> None:
+    head = "".join(f" with a {s:g} σ shift at 60% |" for s in shifts)
+    print("| series | n | period | period (min 2) | points |" + head)
+    print("|---|---|---|---|---|" + "---|" * len(shifts))
     for name in (*SEASONAL, *OTHERS):
         x = r_series(name)
-        cp = find_change_points(x)
         cells = [name, str(x.size), str(period_of(x)), str(detect_period(x, min_period=2)),
-                 f"{list(cp.indices)}"]  # fmt: skip
-        if shift:
-            at = int(0.6 * x.size)
-            # the noise about cycle and trend: differences over a year (or a lag of 1)
-            lag = 12 if name in SEASONAL and name != "JohnsonJohnson" else 1
-            lag = 4 if name in ("JohnsonJohnson", "UKgas") else lag
-            d = x[lag:] - x[:-lag]
-            sigma = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
+                 points(x)]  # fmt: skip
+        at = int(0.6 * x.size)
+        # the noise about cycle and trend: differences over a year (or a lag of 1)
+        lag = 4 if name in ("JohnsonJohnson", "UKgas") else 12 if name in SEASONAL else 1
+        d = x[lag:] - x[:-lag]
+        sigma = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
+        for shift in shifts:
             y = x + np.where(np.arange(x.size) < at, 0.0, shift * sigma)
-            cells.append(f"{list(find_change_points(y).indices)} (at {at})")
+            cells.append(f"{points(y)} (at {at})")
         print("| " + " | ".join(cells) + " |")
+
+
+def points(x: FloatArray) -> str:
+    found = find_change_points(x).points
+    return "[" + ", ".join(f"{p.index} {p.kind[0]}" for p in found) + "]"
 
 
 def null_table(reps: int) -> None:
@@ -179,12 +183,12 @@ def speed_table() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200)
-    parser.add_argument("--shift", type=float, default=0.0)
+    parser.add_argument("--shifts", default="4,8", help="level shifts added, in noise σ")
     parser.add_argument("--speed", action="store_true")
     parser.add_argument("--only", choices=("r", "null", "seasonal", "speed"), default=None)
     args = parser.parse_args()
     if args.only in (None, "r"):
-        r_table(args.shift)
+        r_table([float(v) for v in args.shifts.split(",") if v])
     if args.only in (None, "null"):
         null_table(args.reps)
     if args.only in (None, "seasonal"):
