@@ -11,9 +11,10 @@ cycle becomes a step, and a trend becomes a staircase. The helpers here remove e
   The window is ``2 · min_size + 1``, so a shift lasting at least ``min_size`` observations
   moves the median with it and is kept; a burst shorter than that is clipped.
 * :func:`detect_period` / :func:`remove_cycle` — finds a dominant period from the autocorrelation
-  of the series (an oscillation, repeated at twice the lag) and subtracts the median profile per
-  phase, measured against a running median one period wide, so a level shift moves the baseline,
-  not the profile.
+  of the series less its slow part (an oscillation, repeated at twice the lag) and subtracts the
+  median profile per phase, measured against a running median one period wide, so a level shift
+  moves the baseline, not the profile. Both measure the cycle about the trend and the levels,
+  not about the grand mean.
 * :func:`within_slope` — the slope common to all segments (the regression of the series on time
   with one intercept per segment). Given the steps, a staircase of real shifts has no slope
   within its segments, while a staircase cut into a trend has the trend's slope in every one: so
@@ -127,15 +128,17 @@ def detect_period(
     cancels the slow, nearly linear decline that a level shift or a trend adds to every lag, so
     neither qualifies, and the peak is not pulled towards shorter lags.
 
-    The autocorrelations are those of the series less its slow part, a running mean wider than
-    every period looked for (:func:`_cycle_residual`): the share of the variance a cycle can
+    The autocorrelations are those of the series less its slow part, a straight line fitted
+    over several periods (:func:`_cycle_residual`): the share of the variance a cycle can
     explain is that about the trend and the levels, not about the grand mean. (About the grand
-    mean, Mauna Loa's CO2, whose yearly cycle is ±3 ppm on a rise of 50, had no period.) Periods
-    are looked for an octave at a time, shortest first, each on means of bins an eighth of its
-    shortest period or less, with a running mean of the octave's longest period; the standard
+    mean, Mauna Loa's CO2, whose yearly cycle is ±3 ppm on a rise of 50, had no period, nor had
+    the speed benchmark's cycle of ±1.5 σ on its shifts: a contrast of .024–.325.) Periods are
+    looked for an octave at a time, shortest first, each on means of bins an eighth of its
+    shortest period or less, about a slow part four of its longest periods wide; the standard
     error is Bartlett's, counting the residual's own autocorrelations up to half the period
-    (slow wander oscillates by chance; a random walk's residual is such wander). The lag is
-    then refined at full resolution to the neighbour whose harmonics oscillate most.
+    (persistent noise oscillates by chance). The lag is then refined at full resolution to the
+    neighbour whose harmonics oscillate most, where the period must qualify as well. Each octave
+    costs O(m log m) for m bins: O(n log n) in all.
     """
     n = x.size
     max_period = min(n // cycles, MAX_PERIOD)
@@ -192,9 +195,9 @@ def _period_in_octave(
         # qualify as well: a burst every 280 readings among values on a lattice of .002
         # (NAB ec2_cpu_utilization_c6585a) shows in means of 80 readings, not in the readings
         full = _cycle_residual(x, width * b)
-        acf = _autocorrelation(full, min(full.size - 1, 64 * (hi + b)))
-        period = np.array([_refine(acf, p * b, b)])
-        if _contrast(acf, period)[0] >= _needed(acf, period, full.size, strength)[0]:
+        fine = _autocorrelation(full, min(full.size - 1, 64 * (hi + b)))
+        period = np.array([_refine(fine, p * b, b)])
+        if _contrast(fine, period)[0] >= _needed(fine, period, full.size, strength)[0]:
             return int(period[0])
     return None
 
