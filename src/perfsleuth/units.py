@@ -107,9 +107,16 @@ def format_quantity(value: float, unit: str, *, like: float | None = None) -> st
     return f"{_number(value)} {unit}"
 
 
-def format_growth(rate: float, unit: str, *, like: float | None = None) -> str:
+def format_growth(
+    rate: float, unit: str, *, like: float | None = None, relative: bool = False
+) -> str:
     """A growth per reading, signed, the amount as :func:`format_quantity` writes it:
-    "+0.8 GB/reading"."""
+    "+0.8 GB/reading"; ``relative``: a rate, a fraction of the level per reading
+    (0.035 → "+3.5%/reading", whatever ``unit``)."""
+    if relative:
+        percent = 100.0 * rate
+        shown = f"{percent:+.1f}" if abs(percent) >= 0.1 or percent == 0 else f"{percent:+.2g}"
+        return f"{shown}%/reading"
     return f"{'-' if rate < 0 else '+'}{format_quantity(abs(rate), unit, like=like)}/reading"
 
 

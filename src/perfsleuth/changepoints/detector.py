@@ -290,14 +290,18 @@ def _explain(
         evidence = "p < 0.001"
     else:
         evidence = f"p = {point.p_value:.2g}"
-    if point.kind == "slope":  # growth per reading, signed: "+0.8 ms/reading"
+    if point.kind == "slope":  # growth per reading, signed: "+0.8 ms/reading", "+2.0%/reading"
+        relative = point.scale == "log"
         return (
-            f"{entity}/{metric}: growth {verb} from {format_growth(before, unit, like=scale)} "
-            f"to {format_growth(after, unit, like=scale)} "
+            f"{entity}/{metric}: growth {verb} from "
+            f"{format_growth(before, unit, like=scale, relative=relative)} "
+            f"to {format_growth(after, unit, like=scale, relative=relative)} "
             f"({_change_text(change, before, after, '')}) at {stamp} ({evidence})"
         )
+    # on the log scale a level point is a relative jump of a growing level, told where it is
+    what = "level" if point.scale == "log" else "mean"
     return (
-        f"{entity}/{metric}: mean {verb} from {format_quantity(before, unit, like=scale)} to "
+        f"{entity}/{metric}: {what} {verb} from {format_quantity(before, unit, like=scale)} to "
         f"{format_quantity(after, unit, like=scale)} "
         f"({_change_text(change, before, after, unit)}) at {stamp} ({evidence})"
     )
@@ -352,10 +356,11 @@ def _spikes_near(result: ChangePoints, point: ChangePoint) -> int:
 
 
 def _evidence(point: ChangePoint, change: float, unit: str, spikes: int) -> tuple[Evidence, ...]:
+    rate = "fraction" if point.scale == "log" else unit  # on the log scale, a growth rate
     slopes = (
         (
-            Evidence("slope_before", point.slope_before[0], unit),
-            Evidence("slope_after", point.slope_after[0], unit),
+            Evidence("slope_before", point.slope_before[0], rate),
+            Evidence("slope_after", point.slope_after[0], rate),
         )
         if point.kind == "slope"
         else ()
@@ -363,6 +368,7 @@ def _evidence(point: ChangePoint, change: float, unit: str, spikes: int) -> tupl
     return (
         Evidence("index", point.index),
         Evidence("kind", point.kind),
+        Evidence("scale", point.scale),
         *slopes,
         Evidence("mean_before", point.mean_before[0], unit),
         Evidence("mean_after", point.mean_after[0], unit),

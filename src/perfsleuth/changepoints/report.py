@@ -89,7 +89,10 @@ def _adjustments(found: Sequence[SeriesChanges]) -> str:
     for series in found:
         entity, metric, result = series.entity, series.metric, series.result
         parts = []
-        if result.trend and result.trend[0]:
+        if result.trend and result.trend[0] and result.scale == "log":
+            growth = format_growth(result.trend[0], "", relative=True)
+            parts.append(f"a growth of {growth} (on the log scale)")
+        elif result.trend and result.trend[0]:
             parts.append(f"a trend of {result.trend[0]:+.3g} per observation")
         if result.period:
             parts.append(f"a cycle of {result.period} observations")
@@ -178,7 +181,8 @@ def _figure(series: SeriesChanges, max_points: int) -> Figure:
             },
             yaxis={
                 "title": {"text": plot_text(label)},
-                "type": "log" if _skewed(values) else "linear",
+                # a series described on its log scale is drawn on one: its growth a line
+                "type": "log" if result.scale == "log" or _skewed(values) else "linear",
             },
         ),
     )
@@ -194,7 +198,7 @@ def _change(point: ChangePoint) -> float:
 
 def _shown(value: float, unit: str, like: float, point: ChangePoint) -> str:
     if point.kind == "slope":
-        return format_growth(value, unit, like=like)
+        return format_growth(value, unit, like=like, relative=point.scale == "log")
     return format_quantity(value, unit, like=like)
 
 

@@ -18,7 +18,8 @@ segments is searched for the best single kink — its own line plus a hinge ``ma
   white noise). A random walk (φ = 1) is beyond it: its drift bends as often as it likes;
 * **large**: the slope change moves the line at least ``min_effect`` noise σ (robust σ of
   the residuals about the kinked line) over its shorter side, and, with a relative floor,
-  that fraction of the largest fitted level on that side;
+  that fraction of the largest fitted level on that side (on a log scale, ``log_levels``, a
+  move m is itself relative: 1 − e^−m);
 * **worth its cost**: z² at least the level points' cost of a split with the same shorter
   side (``search._cost``, with ν = n (1 − φ) / (1 + φ) independent readings);
 * **not a spike**: it still pays that cost without the one reading of its shorter side that
@@ -186,6 +187,7 @@ def judge(
     min_effect: float,
     min_relative_change: float,
     cost: Cost,
+    log_levels: bool = False,
 ) -> Kink | None:
     """The best kink of ``y`` (one segment) when it passes every gate, else None."""
     n = y.size
@@ -208,7 +210,10 @@ def judge(
         return None
     fitted = y - resid
     near = fitted[: scan.k + 1] if scan.k <= n - 1 - scan.k else fitted[scan.k :]
-    if move < min_relative_change * float(np.max(np.abs(near))):
+    if log_levels:
+        if -math.expm1(-move) < min_relative_change:
+            return None
+    elif move < min_relative_change * float(np.max(np.abs(near))):
         return None
     independent = n * (1 - phi) / (1 + phi)
     bar = cost(n, shorter, independent)
@@ -249,6 +254,7 @@ def find_kinks(
     min_effect: float,
     min_relative_change: float,
     cost: Cost,
+    log_levels: bool = False,
 ) -> list[Kink]:
     """Kinks inside each segment of ``bounds`` (0 … n) of the one-column series ``y``: the
     best kink of a segment, when kept, splits it and both parts are searched again. Each
@@ -268,6 +274,7 @@ def find_kinks(
             min_effect=min_effect,
             min_relative_change=min_relative_change,
             cost=cost,
+            log_levels=log_levels,
         )
         if kink is None:
             continue
