@@ -1145,12 +1145,16 @@ def _may_grow(x: FloatArray, model: _Description) -> bool:
     """Whether a series may grow by a rate: one positive column, shorter than
     :data:`LONG_SERIES` (a second description doubles the cost or more: the 10⁵-reading
     speed series went from .12 to .29 s, under a hundredth of ruptures' time), whose trend
-    is kept — or whose logarithm has a significant slope: a steep exponential's curvature
-    reads as persistent noise about a line (its slope's |t| under 3), and as a staircase."""
+    is kept — or whose logarithm has a significant slope inside the segments found (step 6's
+    criterion, on the log scale): a steep exponential's curvature reads as persistent noise
+    about a line (its slope's |t| under 3) and is cut into a step, while a step of the
+    level leaves no slope inside its segments on either scale (a whole-series line through
+    it did: M/M/1 power at N = 100, Δρ .3, .315 → .247)."""
     n, dims = x.shape
     if dims != 1 or n >= LONG_SERIES or not bool(np.all(x > 0)):
         return False
-    return bool(model.slope.any()) or bool(_significant_slopes(np.log(x), []).any())
+    cuts = sorted(p.index for p in model.accepted)
+    return bool(model.slope.any()) or bool(_significant_slopes(np.log(x), cuts).any())
 
 
 def _better_on_log_scale(x: FloatArray, linear: _Description, logged: _Description) -> bool:
