@@ -989,7 +989,10 @@ def find_change_points(
         points=points,
         segments=segments,
         rejected=tuple(
-            sorted((_with_raw_means(p, raw) for p in [*rejected, *dropped]), key=lambda p: p.index)
+            sorted(
+                (_with_raw_means(p, raw, model.scale) for p in [*rejected, *dropped]),
+                key=lambda p: p.index,
+            )
         ),
         n=n,
         dims=dims,
@@ -1512,11 +1515,12 @@ def _effect(before: tuple[float, ...], after: tuple[float, ...], sigma: FloatArr
     return float(size.max())
 
 
-def _with_raw_means(point: ChangePoint, x: FloatArray) -> ChangePoint:
+def _with_raw_means(point: ChangePoint, x: FloatArray, scale: Scale) -> ChangePoint:
     return dataclasses.replace(
         point,
         mean_before=_mean(x[point.start : point.index]),
         mean_after=_mean(x[point.index : point.stop]),
+        scale=scale,
     )
 
 
