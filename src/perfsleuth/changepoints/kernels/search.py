@@ -1042,7 +1042,8 @@ class _Description:
         level = self.level()
         out = np.outer(_ramp(n), self.slope) + self.cycle
         for a, b in itertools.pairwise(bounds):
-            out[a:b] += level[a:b].mean(axis=0)
+            if b > a:
+                out[a:b] += level[a:b].mean(axis=0)
         if self.bends:
             out[:, 0] = self.cycle[:, 0] + kinks.broken_line(
                 self.adjusted[:, 0], bounds, self.bends, out[:, 0] - self.cycle[:, 0]
