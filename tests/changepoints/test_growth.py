@@ -114,3 +114,21 @@ def test_a_growth_rate_is_written_as_a_percentage_per_reading() -> None:
     assert format_growth(0.02, "bytes", relative=True) == "+2.0%/reading"
     assert format_growth(-0.035, "", relative=True) == "-3.5%/reading"
     assert format_growth(0.00012, "", relative=True) == "+0.012%/reading"
+
+
+def test_the_relative_floor_on_the_log_scale_is_the_same_fraction_of_the_level() -> None:
+    """A shift Δ of the logarithm is a change of 1 − e^−|Δ| of the larger level, as on the
+    series' own scale: a −30% crash passes an 11% floor, a −10% one does not."""
+    for seed in (3, 4):
+        big = growing(120, seed=seed, sd=0.01, crash=-0.30)
+        cp = find_change_points(big, min_relative_change=0.11)
+        assert (cp.scale, cp.indices) == ("log", (60,)), seed
+        small = growing(120, seed=seed, sd=0.01, crash=-0.10)
+        assert find_change_points(small, min_relative_change=0.11).indices == (), seed
+
+
+def test_a_scaled_series_has_the_same_description() -> None:
+    x = growing(120, seed=3, sd=0.01, crash=-0.10)
+    a, b = find_change_points(x), find_change_points(x * 1e-3)
+    assert (a.scale, a.indices) == (b.scale, b.indices)
+    assert b.points[0].level_at[0] == pytest.approx(a.points[0].level_at[0] * 1e-3)
