@@ -172,13 +172,25 @@ def _period_in_octave(
     if r.size < 2:
         return None
     acf = _autocorrelation(r, min(r.size - 1, 3 * last))
-    periods = np.arange(first, last + 1)
-    periods = periods[periods + periods // 2 < acf.size]
+    # one lag either side of the octave too: a period is a peak of the contrast, and one at the
+    # octave's edge that still rises beyond it belongs to the next octave (a weekly cycle of
+    # 168 readings showed at 159, the top of the octave below, and was removed there)
+    lags = np.arange(max(first - 1, 1), last + 2)
+    lags = lags[lags + lags // 2 < acf.size]
+    if lags.size < 2:
+        return None
+    around = _contrast(acf, lags)
+    peak = np.ones(lags.size, dtype=bool)
+    peak[1:] &= around[1:] >= around[:-1]
+    peak[:-1] &= around[:-1] >= around[1:]
+    inside = (lags >= first) & (lags <= last)
+    periods, score, peak = lags[inside], around[inside], peak[inside]
     if not periods.size:
         return None
-    score = _contrast(acf, periods)
     needed = _needed(acf, periods, r.size, strength)
     for i in np.argsort(-score, kind="stable")[:5]:
+        if not peak[i]:
+            continue
         p = int(periods[i])
         # a true period repeats: also oscillate at 2P (when the series is long enough to see
         # it), known to a lag either way as P is to half a lag (a short burst a day is a
