@@ -15,14 +15,21 @@ Three tables, all at the search's own ``min_period`` (2 ``min_size``: 10 from 20
   AR(1) noise, one large level shift (8 σ) in AR(1) noise, exponential growth with AR(1)
   noise — n from 40 to 10⁴: the share in which a (false) period is found.
 * **Seasonal**: the same with a sine cycle of period 12 (and 50 at n ≥ 400) and amplitude 1 or
-  2 noise σ added on a trend (a "co2"): the share in which the period is found (±1).
+  2 noise σ added on a trend (a "co2"): the share in which the period is found (±1), and the
+  share in which the search removes another cycle besides it.
+* **Two cycles** (``--only two``): hourly series of 8 or 24 weeks with a daily sine and a weekly
+  pattern (weekends lower), of 1 or 2 noise σ each (or one of them alone), AR(1) noise (φ 0 or
+  .5) on a trend rising 20 σ, with or without a level shift of 3 σ at 60%: the cycles the
+  search removes (``ChangePoints.periods``), the share in which the shift is found (a level
+  point within 5 readings) and the other points per series.
 
 The speed benchmark's real-shaped series (``benchmarks/changepoints.py``, period 288) are
 listed with ``--speed``. Seeded, so two versions of ``src`` see the same series
 (``PYTHONPATH=<src> .venv/bin/python benchmarks/changepoints_cycles.py``).
 
-Run: ``.venv/bin/python benchmarks/changepoints_cycles.py [--reps 200] [--shifts 4,8] [--speed]
-[--only r|null|seasonal|speed]``
+The periods are those the search removes (its cycle stage, every cycle in turn; on a version of
+``src`` that removed one, that one). Run: ``.venv/bin/python benchmarks/changepoints_cycles.py
+[--reps 200] [--shifts 4,8] [--speed] [--only r|null|seasonal|two|speed]``
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import numpy.typing as npt
 from scipy.signal import lfilter
 
 from perfsleuth import find_change_points
+from perfsleuth.changepoints.kernels.search import _without_cycle
 from perfsleuth.stats.robust import detect_period
 
 FloatArray = npt.NDArray[np.float64]
@@ -101,18 +109,39 @@ def seasonal_series(n: int, phi: float, period: int, amplitude: float, seed: int
     return ar1(rng, n, phi) + amplitude * np.sin(2 * np.pi * t / period) + 20.0 * t / n
 
 
+def periods_of(x: FloatArray) -> tuple[int, ...]:
+    """The cycles the search's first stage removes, shortest first."""
+    found = _without_cycle(x[:, None], search_min_period(x.size) // 2)[1]
+    if isinstance(found, tuple):
+        return found
+    return () if found is None else (int(found),)  # a version that removed one cycle
+
+
 def period_of(x: FloatArray) -> int | None:
-    return detect_period(x, min_period=search_min_period(x.size))
+    """The first (shortest) of them."""
+    found = periods_of(x)
+    return found[0] if found else None
+
+
+def two_cycles(n: int, phi: float, daily: float, weekly: float, shift: float, seed: int):
+    """Hourly readings: a daily sine and weekends ``weekly`` lower, AR(1) noise on a trend
+    rising 20 σ, and a level shift of ``shift`` at 60% (returned with the series)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    weekend = (t // 24) % 7 >= 5
+    x = ar1(rng, n, phi) + daily * np.sin(2 * np.pi * t / 24) - weekly * weekend + 20.0 * t / n
+    at = int(0.6 * n)
+    return x + np.where(t < at, 0.0, shift), at
 
 
 def r_table(shifts: list[float]) -> None:
     head = "".join(f" with a {s:g} σ shift at 60% |" for s in shifts)
-    print("| series | n | period | period (min 2) | points |" + head)
+    print("| series | n | periods | period (min 2) | points |" + head)
     print("|---|---|---|---|---|" + "---|" * len(shifts))
     for name in (*SEASONAL, *OTHERS):
         x = r_series(name)
-        cells = [name, str(x.size), str(period_of(x)), str(detect_period(x, min_period=2)),
-                 points(x)]  # fmt: skip
+        cells = [name, str(x.size), str(periods_of(x) or None),
+                 str(detect_period(x, min_period=2)), points(x)]  # fmt: skip
         at = int(0.6 * x.size)
         # the noise about cycle and trend: differences over a year (or a lag of 1)
         lag = 4 if name in ("JohnsonJohnson", "UKgas") else 12 if name in SEASONAL else 1
@@ -147,7 +176,8 @@ def null_table(reps: int) -> None:
 
 
 def seasonal_table(reps: int) -> None:
-    print(f"\nshare of {reps} seasonal series on a trend (rise 20 σ) whose period is found (±1)")
+    print(f"\nshare of {reps} seasonal series on a trend (rise 20 σ) whose period is found (±1);")
+    print("in brackets, the share in which another cycle is removed as well")
     print("| period | amplitude (σ) | φ | " + " | ".join(f"n = {n}" for n in SIZES) + " |")
     print("|---|---|---|" + "---|" * len(SIZES))
     for period in (12, 50):
@@ -159,25 +189,60 @@ def seasonal_table(reps: int) -> None:
                         cells.append("–")
                         continue
                     r = reps if n < 10_000 else max(1, reps // 4)
-                    hits = 0
+                    hits = more = 0
                     for s in range(r):
-                        p = period_of(seasonal_series(n, phi, period, amplitude, 104_729 * n + s))
-                        hits += p is not None and abs(p - period) <= 1
-                    cells.append(f"{hits / r:.3f}")
+                        x = seasonal_series(n, phi, period, amplitude, 104_729 * n + s)
+                        found = periods_of(x)
+                        hit = any(abs(p - period) <= 1 for p in found)
+                        hits += hit
+                        more += len(found) > hit
+                    cells.append(f"{hits / r:.3f} ({more / r:.3f})")
                 row = f"| {period} | {amplitude:g} | {phi:g} | "
                 print(row + " | ".join(cells) + " |")
+
+
+def two_table(reps: int) -> None:
+    print(f"\n{reps} hourly series of a daily and a weekly cycle on a trend (rise 20 σ)")
+    print("| weeks | φ | daily (σ) | weekly (σ) | shift (σ) | cycles removed (series) |"
+          " shift found | other points per series |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for weeks in (8, 24):
+        n = 168 * weeks
+        for phi in (0.0, 0.5):
+            for daily, weekly in ((2.0, 1.0), (1.0, 2.0), (2.0, 0.0), (0.0, 2.0)):
+                for shift in (0.0, 3.0):
+                    seen: dict[tuple[int, ...], int] = {}
+                    found = others = 0
+                    for s in range(reps):
+                        x, at = two_cycles(n, phi, daily, weekly, shift, 1000 * n + s)
+                        cp = find_change_points(x)
+                        cycles = getattr(cp, "periods", None) or (
+                            () if cp.period is None else (cp.period,)
+                        )
+                        seen[cycles] = seen.get(cycles, 0) + 1
+                        near = [
+                            p for p in cp.points if p.kind == "level" and abs(p.index - at) <= 5
+                        ]
+                        found += bool(near and shift)
+                        others += len(cp.points) - len(near)
+                    cycles = ", ".join(
+                        f"{list(k)} {v}" for k, v in sorted(seen.items(), key=lambda kv: -kv[1])[:3]
+                    )
+                    shifts = f"{found / reps:.2f}" if shift else "–"
+                    print(f"| {weeks} | {phi:g} | {daily:g} | {weekly:g} | {shift:g} | {cycles} |"
+                          f" {shifts} | {others / reps:.2f} |")  # fmt: skip
 
 
 def speed_table() -> None:
     from changepoints import PERIOD, real_shaped
 
     print(f"\nthe speed benchmark's real-shaped series (period {PERIOD})")
-    print("| n | shifts | period |")
+    print("| n | shifts | periods |")
     print("|---|---|---|")
     for n, k in ((10_000, 2), (100_000, 2), (100_000, 10), (100_000, 50), (1_000_000, 2),
                  (1_000_000, 10), (1_000_000, 50)):  # fmt: skip
         x, _ = real_shaped(n, k, seed=n + k)
-        print(f"| {n} | {k} | {period_of(x)} |")
+        print(f"| {n} | {k} | {periods_of(x) or None} |")
 
 
 def main() -> None:
@@ -185,7 +250,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--shifts", default="4,8", help="level shifts added, in noise σ")
     parser.add_argument("--speed", action="store_true")
-    parser.add_argument("--only", choices=("r", "null", "seasonal", "speed"), default=None)
+    parser.add_argument("--only", choices=("r", "null", "seasonal", "two", "speed"), default=None)
     args = parser.parse_args()
     if args.only in (None, "r"):
         r_table([float(v) for v in args.shifts.split(",") if v])
@@ -193,6 +258,8 @@ def main() -> None:
         null_table(args.reps)
     if args.only in (None, "seasonal"):
         seasonal_table(args.reps)
+    if args.only in (None, "two"):
+        two_table(max(1, args.reps // 10))
     if args.speed or args.only == "speed":
         speed_table()
 

@@ -94,8 +94,11 @@ def _adjustments(found: Sequence[SeriesChanges]) -> str:
             parts.append(f"a growth of {growth} (on the log scale)")
         elif result.trend and result.trend[0]:
             parts.append(f"a trend of {result.trend[0]:+.3g} per observation")
-        if result.period:
-            parts.append(f"a cycle of {result.period} observations")
+        if result.periods:
+            cycles = " and ".join(str(p) for p in result.periods)
+            parts.append(
+                f"{'cycles' if len(result.periods) > 1 else 'a cycle'} of {cycles} observations"
+            )
         if result.spikes:
             parts.append(f"{len(result.spikes)} spike(s), kept in the data")
         if parts:

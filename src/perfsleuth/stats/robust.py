@@ -309,16 +309,27 @@ def remove_cycle(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray]:
     """Subtract the median profile per phase (``t mod period``); returns (series, profile).
 
     The profile is measured against a running median one period wide (odd), which follows level
-    shifts but not the cycle; it is centred so the series keeps its mean level.
+    shifts but not the cycle; it is centred so the series keeps its mean level. On a trend, the
+    median of a window holding a whole cycle depends on the phase (±.5 for a cycle of ±3 rising
+    .07 a reading, as co2's), and that bias went into the profile and stayed in the series: a
+    cycle at three times the period in it. So the running median is taken again on the series
+    less a first profile, and the profile measured against that.
     """
     window = period if period % 2 else period + 1
-    detail = x - _running_median(x, window)
-    cycles = -(-x.size // period)
+    first = _phase_medians(x - _running_median(x, window), period)
+    baseline = _running_median(x - np.resize(first, x.size), window)
+    profile = _phase_medians(x - baseline, period)
+    return x - np.resize(profile, x.size), profile
+
+
+def _phase_medians(detail: FloatArray, period: int) -> FloatArray:
+    """The median of ``detail`` per phase (``t mod period``), centred."""
+    cycles = -(-detail.size // period)
     by_phase = np.full(cycles * period, np.nan)  # one row per cycle, the last one padded
-    by_phase[: x.size] = detail
+    by_phase[: detail.size] = detail
     profile: FloatArray = np.nanmedian(by_phase.reshape(cycles, period), axis=0)
     profile -= profile.mean()
-    return x - np.resize(profile, x.size), profile
+    return profile
 
 
 def within_slope(y: FloatArray, cuts: Sequence[int]) -> tuple[float, float]:

@@ -308,10 +308,11 @@ class ChangePoints:
     ``rejected`` holds, for the paper's search (``robust=False``), the last, non-significant
     candidate of every segment that was long enough to test and the significant ones dropped by
     the effect-size floor; for the default search, every candidate it dropped, judged on its
-    last segment (for plots and for asking "why not here?"). With ``robust``: ``period`` is the
-    removed cycle (observations) or None, ``spikes`` the observations far from the model (kept
-    in the data; ``outliers`` counts them) and ``spike_runs`` the same spikes grouped into runs,
-    largest first, ``trend`` the removed slope per observation (per column; 0 when none).
+    last segment (for plots and for asking "why not here?"). With ``robust``: ``periods`` are
+    the removed cycles (observations), shortest first, and ``period`` the longest of them or
+    None, ``spikes`` the observations far from the model (kept in the data; ``outliers`` counts
+    them) and ``spike_runs`` the same spikes grouped into runs, largest first, ``trend`` the
+    removed slope per observation (per column; 0 when none).
     ``fitted`` (n × dims) is the model in the series' units: segment levels plus trend plus
     cycle. ``scale`` is the scale of that model: ``"linear"``, or ``"log"`` when a positive
     one-column series with a trend is better described on the logarithm of its values (a
@@ -332,6 +333,7 @@ class ChangePoints:
     min_effect: float = 0.0
     period: int | None = None
     spikes: tuple[int, ...] = ()
+    periods: tuple[int, ...] = ()
     trend: tuple[float, ...] = ()
     fitted: FloatArray | None = dataclasses.field(default=None, compare=False, repr=False)
     min_relative_change: float = 0.0
@@ -1001,7 +1003,8 @@ def find_change_points(
         min_size=size,
         robust=robust,
         min_effect=float(min_effect),
-        period=model.period,
+        period=model.periods[-1] if model.periods else None,
+        periods=model.periods,
         spikes=spikes,
         # on the log scale the trend is a growth rate: e^slope − 1 per reading
         trend=tuple(math.expm1(v) if on_logs else unit * float(v) for v in slope),
@@ -1022,8 +1025,8 @@ class _Description:
     common slope, the level points and the kinks, with what the search dropped."""
 
     scale: Scale
-    adjusted: FloatArray  # the series on this scale less its cycle
-    period: int | None
+    adjusted: FloatArray  # the series on this scale less its cycles
+    periods: tuple[int, ...]
     cycle: FloatArray
     slope: FloatArray
     accepted: list[ChangePoint]
@@ -1053,13 +1056,13 @@ class _Description:
     def parameters(self) -> int:
         """A position and a level per point (per column), an intercept per column and one per
         nonzero slope, a position and a slope per kink and one per segment holding kinks, one
-        per phase of the cycle."""
+        per phase of each cycle."""
         dims = self.adjusted.shape[1]
         bounds = [0, *sorted(p.index for p in self.accepted), self.adjusted.shape[0]]
         held = sum(any(a < k.index < b for k in self.bends) for a, b in itertools.pairwise(bounds))
         return int(
             len(self.accepted) * (dims + 1) + dims + int(np.count_nonzero(self.slope))
-            + 2 * len(self.bends) + held + (self.period or 0)
+            + 2 * len(self.bends) + held + sum(self.periods)
         )  # fmt: skip
 
 
@@ -1069,7 +1072,7 @@ def _paper_description(x: FloatArray, search: _Search) -> _Description:
     scale = _noise_scale(x) if dims > 1 and n > 1 else np.ones(dims)
     accepted, rejected = search.run(x / scale)
     zero = np.zeros_like(x)
-    return _Description("linear", x, None, zero, np.zeros(dims), accepted, rejected, [])
+    return _Description("linear", x, (), zero, np.zeros(dims), accepted, rejected, [])
 
 
 def _describe(x: FloatArray, search: _Practical) -> _Description:
@@ -1077,7 +1080,7 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
     points, a common slope when it is kept (step 6) and, on one column, the kinks."""
     n, dims = x.shape
     scale: Scale = "log" if search.log_levels else "linear"
-    adjusted, period, cycle = _without_cycle(x, search.min_size)
+    adjusted, periods, cycle = _without_cycle(x, search.min_size)
     accepted, rejected = search.run(adjusted)
     slope = np.zeros(dims)
     if n >= _TREND_MIN_LENGTH:
@@ -1142,7 +1145,7 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
         )
         accepted, bends, replaced = _with_kinks(adjusted[:, 0], slope[0], accepted, judged)
         rejected = [*rejected, *replaced]
-    return _Description(scale, adjusted, period, cycle, slope, accepted, rejected, bends)
+    return _Description(scale, adjusted, periods, cycle, slope, accepted, rejected, bends)
 
 
 def _may_grow(x: FloatArray, model: _Description) -> bool:
@@ -1408,21 +1411,38 @@ def _significant_slopes(y: FloatArray, cuts: list[int]) -> FloatArray:
     return np.array([s if abs(t) > _TREND_T else 0.0 for s, t in fitted])
 
 
-def _without_cycle(x: FloatArray, min_size: int) -> tuple[FloatArray, int | None, FloatArray]:
-    """Remove a cycle found in any column: (series, period, the cycle removed per column).
+_MOST_CYCLES = 3  # cycles removed in turn (a day in a week in a year)
+
+
+def _without_cycle(x: FloatArray, min_size: int) -> tuple[FloatArray, tuple[int, ...], FloatArray]:
+    """Remove the cycles found in any column, shortest first: (series, periods, the cycles
+    removed per column).
+
+    Operations data often has several nested cycles (a day within a week). Each is removed in
+    turn and the next, longer one looked for in what is left: a shorter cycle is measured first
+    because a longer one is part of the slow part it is measured against, and once it is
+    removed, the longer one's profile no longer carries it (a weekly profile has a seventh of
+    the cycles a daily one has to take its median over). Looking only for the first period
+    removed the daily cycle of half-hourly taxi rides and left the weekly one in.
 
     Nothing is clipped: spikes stay in the series, where the search's symmetrising transform
     and robust scales keep them from becoming segments (``_spikes`` reports them).
     """
-    # Cycles shorter than two segments cannot create a change point on their own.
-    periods = [
-        robust_mod.detect_period(x[:, j], min_period=2 * min_size) for j in range(x.shape[1])
-    ]
-    period = max((p for p in periods if p is not None), default=None)
-    if period is None:
-        return x, None, np.zeros_like(x)
-    flat = np.column_stack([robust_mod.remove_cycle(x[:, j], period)[0] for j in range(x.shape[1])])
-    return flat, period, x - flat
+    flat, periods = x, []
+    shortest = 2 * min_size  # a shorter cycle cannot create a change point on its own
+    while len(periods) < _MOST_CYCLES:
+        found = [
+            robust_mod.detect_period(flat[:, j], min_period=shortest) for j in range(x.shape[1])
+        ]
+        period = min((p for p in found if p is not None), default=None)
+        if period is None:
+            break
+        flat = np.column_stack(
+            [robust_mod.remove_cycle(flat[:, j], period)[0] for j in range(x.shape[1])]
+        )
+        periods.append(period)
+        shortest = period + 1
+    return flat, tuple(periods), x - flat
 
 
 def _spikes(
