@@ -315,11 +315,22 @@ def remove_cycle(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray]:
     cycle at three times the period in it. So the running median is taken again on the series
     less a first profile, and the profile measured against that.
     """
+    series, profile, _ = cycle_share(x, period)
+    return series, profile
+
+
+def cycle_share(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray, float]:
+    """:func:`remove_cycle`, and the share of the variation about the running median that the
+    profile takes (by robust scales: 1 − (σ after / σ before)²)."""
     window = period if period % 2 else period + 1
     first = _phase_medians(x - _running_median(x, window), period)
-    baseline = _running_median(x - np.resize(first, x.size), window)
-    profile = _phase_medians(x - baseline, period)
-    return x - np.resize(profile, x.size), profile
+    detail = x - _running_median(x - np.resize(first, x.size), window)
+    profile = _phase_medians(detail, period)
+    cycle = np.resize(profile, x.size)
+    before = robust_scale(detail)
+    after = robust_scale(detail - cycle)
+    share = 1.0 - (after / before) ** 2 if before > 0 else 0.0
+    return x - cycle, profile, share
 
 
 def _phase_medians(detail: FloatArray, period: int) -> FloatArray:
