@@ -309,11 +309,7 @@ def remove_cycle(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray]:
     """Subtract the median profile per phase (``t mod period``); returns (series, profile).
 
     The profile is measured against a running median one period wide (odd), which follows level
-    shifts but not the cycle; it is centred so the series keeps its mean level. On a trend, the
-    median of a window holding a whole cycle depends on the phase (±.5 for a cycle of ±3 rising
-    .07 a reading, as co2's), and that bias went into the profile and stayed in the series: a
-    cycle at three times the period in it. So the running median is taken again on the series
-    less a first profile, and the profile measured against that.
+    shifts but not the cycle; it is centred so the series keeps its mean level.
     """
     series, profile, _ = cycle_share(x, period)
     return series, profile
@@ -323,8 +319,7 @@ def cycle_share(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray, flo
     """:func:`remove_cycle`, and the share of the variation about the running median that the
     profile takes (by robust scales: 1 − (σ after / σ before)²)."""
     window = period if period % 2 else period + 1
-    first = _phase_medians(x - _running_median(x, window), period)
-    detail = x - _running_median(x - np.resize(first, x.size), window)
+    detail = x - _running_median(x, window)
     profile = _phase_medians(detail, period)
     cycle = np.resize(profile, x.size)
     before = robust_scale(detail)

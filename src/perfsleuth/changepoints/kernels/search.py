@@ -1426,15 +1426,15 @@ def _without_cycle(x: FloatArray, min_size: int) -> tuple[FloatArray, tuple[int,
     the cycles a daily one has to take its median over). Looking only for the first period
     removed the daily cycle of half-hourly taxi rides and left the weekly one in.
 
-    A later cycle must also take a share of what is left, as a profile: .15, what a sine at the
-    detection's bar (a contrast of .3, twice its share) takes, and twice what a median profile
+    A later cycle must take a share of what is left, as a profile: .15, what a sine at the
+    detection's bar takes (a contrast of .3 is twice its share), and twice what a median profile
     of noise takes ((π/2) P / n). A cycle whose amplitude follows the level is removed only in
     part, and what is left oscillates at its period in every stretch but with no common
     profile, which the autocorrelation sees at three times the period (the speed benchmark's
-    288 showed at 864, a share of .0002 and .009 at 10⁶ readings). The first cycle is judged by
-    its autocorrelation alone: the share, by robust scales, undercounts a cycle that grows
-    with the level (R's UKgas: −.41; the speed benchmark's 288 at 10⁶ × 50: −.03) and would
-    drop it.
+    288 showed at 864, a share of .0002 and .009 at 10⁶ readings). And it must not be what a
+    removed one left (:func:`_leftover`). The first cycle is judged by its autocorrelation
+    alone: the share, by robust scales, undercounts a cycle that grows with the level (R's
+    UKgas: −.41; the speed benchmark's 288 at 10⁶ × 50: −.03) and would drop it.
 
     Nothing is clipped: spikes stay in the series, where the search's symmetrising transform
     and robust scales keep them from becoming segments (``_spikes`` reports them).
@@ -1452,10 +1452,31 @@ def _without_cycle(x: FloatArray, min_size: int) -> tuple[FloatArray, tuple[int,
         share = max(share for _, _, share in removed)
         if periods and share < max(_LATER_CYCLE_SHARE, math.pi * period / n):
             break
+        if any(_leftover([profile for _, profile, _ in removed], p) for p in periods):
+            break
         flat = np.column_stack([part for part, _, _ in removed])
         periods.append(period)
         shortest = period + 1
     return flat, tuple(periods), x - flat
+
+
+def _leftover(profiles: list[FloatArray], removed: int) -> bool:
+    """Whether cycles of these profiles are what a cycle of period ``removed`` left: their
+    period is a multiple of it and most of their variance repeats every ``removed`` readings.
+
+    On a trend, the running median a profile is measured against depends on the phase (the
+    median of a window holding a whole cycle of ±3 on a rise of .07 a reading, as co2's, is
+    off by up to ±.5), that bias stays in the series, and it oscillates at the period: seen at
+    three times it (a co2-like series: 36 after 12, .75-.84 of its profile repeating every 12).
+    A weekly cycle left after the daily one does not repeat daily."""
+    if profiles[0].size % removed:
+        return False
+    total = repeating = 0.0
+    for profile in profiles:
+        folded = np.resize(profile.reshape(-1, removed).mean(axis=0), profile.size)
+        total += float(profile @ profile)
+        repeating += float(folded @ folded)
+    return repeating >= 0.5 * total
 
 
 def _spikes(
