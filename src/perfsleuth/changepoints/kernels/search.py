@@ -1420,7 +1420,8 @@ def _without_cycle(x: FloatArray, min_size: int) -> tuple[FloatArray, tuple[int,
     removed per column).
 
     Operations data often has several nested cycles (a day within a week). Each is removed in
-    turn and the next, longer one looked for in what is left: a shorter cycle is measured first
+    turn and the next, at least twice as long, looked for in what is left (of every column, the
+    shortest period found is removed from all of them): a shorter cycle is measured first
     because a longer one is part of the slow part it is measured against, and once it is
     removed, the longer one's profile no longer carries it (a weekly profile has a seventh of
     the cycles a daily one has to take its median over). Looking only for the first period
@@ -1456,7 +1457,10 @@ def _without_cycle(x: FloatArray, min_size: int) -> tuple[FloatArray, tuple[int,
             break
         flat = np.column_stack([part for part, _, _ in removed])
         periods.append(period)
-        shortest = period + 1
+        # a longer cycle that this one divides (a week of days) is at least twice as long, and
+        # one within the octave above is this one's drift: in two columns whose cycle of 288
+        # was found at 287 and 288, the second column's was found again at 295
+        shortest = 2 * period
     return flat, tuple(periods), x - flat
 
 
