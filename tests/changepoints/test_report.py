@@ -137,3 +137,20 @@ def test_a_change_of_growth_is_tabled_as_growth_per_reading() -> None:
     assert table.columns[2:4] == ("before", "after")
     assert row[2].startswith("+0.") and row[2].endswith("/reading")
     assert row[3].startswith("+") and row[3].endswith("/reading")
+
+
+def test_section_names_every_cycle_removed() -> None:
+    # hourly readings: a daily cycle, weekends 2 σ lower and a level shift of 3 σ; both cycles
+    # are removed in turn (stats/test_robust.py) and the intro names them
+    t = np.arange(168 * 8)
+    values = (
+        50.0
+        + np.sin(2 * np.pi * t / 24)
+        - 2.0 * ((t // 24) % 7 >= 5)
+        + np.where(t >= 806, 3.0, 0.0)
+        + np.random.default_rng(2).standard_normal(t.size)
+    )
+    frame = _one_series(values, freq="h", entity="web", metric="rps", unit="1/s")
+    section = changepoint_section(frame)
+    assert "cycles of 24 and 168 observations" in section.intro
+    assert len(section.tables[0].rows) == 1
