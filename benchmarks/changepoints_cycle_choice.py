@@ -12,8 +12,9 @@ cycle stage (``search._without_cycle``) replaced by one of:
   running median, less what a median profile of noise explains ((π/2) P / n), removed alone;
 * ``turn`` — the search's own: cycles removed in turn, shortest first (the kept choice).
 
-Printed per choice: the cycles removed (how many series), the share in which the shift is
-found (a level point within 5 readings) and the other points per series.
+Printed per choice (``changepoints_cycles.py``'s two-cycle table): the cycles removed (how
+many series), the share in which the shift is found (a level point within 5 readings) and
+the other points per series.
 
 Run: ``.venv/bin/python benchmarks/changepoints_cycle_choice.py [--reps 10]``
 """
@@ -25,9 +26,8 @@ import math
 
 import numpy as np
 import numpy.typing as npt
-from changepoints_cycles import two_cycles
+from changepoints_cycles import two_table
 
-from perfsleuth import find_change_points
 from perfsleuth.changepoints.kernels import search
 from perfsleuth.stats import robust
 
@@ -88,33 +88,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=10)
     args = parser.parse_args()
-    print("| choice | weeks | φ | daily (σ) | weekly (σ) | shift (σ) | cycles (series) | shift"
-          " found | other points per series |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, stage in CHOICES.items():
-        search._without_cycle = stage
-        for weeks in (8, 24):
-            n = 168 * weeks
-            for phi in (0.0, 0.5):
-                for daily, weekly in ((2.0, 1.0), (1.0, 2.0), (2.0, 0.0), (0.0, 2.0)):
-                    for shift in (0.0, 3.0):
-                        seen: dict[tuple[int, ...], int] = {}
-                        found = others = 0
-                        for s in range(args.reps):
-                            x, at = two_cycles(n, phi, daily, weekly, shift, 1000 * n + s)
-                            cp = find_change_points(x)
-                            seen[cp.periods] = seen.get(cp.periods, 0) + 1
-                            near = [
-                                p for p in cp.points if p.kind == "level" and abs(p.index - at) <= 5
-                            ]
-                            found += bool(near and shift)
-                            others += len(cp.points) - len(near)
-                        top = sorted(seen.items(), key=lambda kv: -kv[1])[:3]
-                        cycles = ", ".join(f"{list(k)} {v}" for k, v in top)
-                        shifts = f"{found / args.reps:.2f}" if shift else "–"
-                        print(f"| {name} | {weeks} | {phi:g} | {daily:g} | {weekly:g} | {shift:g} |"
-                              f" {cycles} | {shifts} | {others / args.reps:.2f} |")  # fmt: skip
-    search._without_cycle = KEPT
+    try:
+        for name, stage in CHOICES.items():
+            print(f"\n## {name}")
+            search._without_cycle = stage
+            two_table(args.reps)  # the cycles benchmark's table, with this cycle stage
+    finally:
+        search._without_cycle = KEPT
 
 
 if __name__ == "__main__":
