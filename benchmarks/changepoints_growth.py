@@ -59,10 +59,10 @@ def scale_of(result: object) -> str:
     return str(getattr(result, "scale", "linear"))
 
 
-def null(reps: int, scales: bool) -> None:
+def null(reps: int, scales: bool, sizes: list[int], growths: list[float]) -> None:
     print(f"no change, {reps} series a cell: series with a point; level / slope points in all")
-    for n in SIZES:
-        for g in GROWTHS:
+    for n in sizes:
+        for g in growths:
             for sd in SDS:
                 for phi in PHIS:
                     rng = np.random.default_rng([n, round(g * 100), round(sd * 100),
@@ -81,14 +81,14 @@ def null(reps: int, scales: bool) -> None:
                           f"level {level:4d}  slope {slope:4d}{extra}", flush=True)  # fmt: skip
 
 
-def power(reps: int, crash: float, scales: bool) -> None:
+def power(reps: int, crash: float, scales: bool, sizes: list[int]) -> None:
     print(
         f"a change at n // 2, {reps} series a cell: found within {MARGIN} (of its kind), "
         "median distance of the nearest point, other points per series"
     )
     changes = (("crash", {"crash": crash}, "level"), ("bend", {"bend": None}, "slope"))
     for name, change, kind in changes:
-        for n in POWER_SIZES:
+        for n in sizes:
             for sd in SDS:
                 for phi in PHIS:
                     g = 0.02
@@ -116,6 +116,14 @@ def power(reps: int, crash: float, scales: bool) -> None:
                           f"others {others / reps:.2f}{extra}", flush=True)  # fmt: skip
 
 
+def ints(text: str) -> list[int]:
+    return [int(v) for v in text.split(",")]
+
+
+def floats(text: str) -> list[float]:
+    return [float(v) for v in text.split(",")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
@@ -123,14 +131,17 @@ def main() -> None:
     parser.add_argument("--power", action="store_true")
     parser.add_argument("--crash", type=float, default=-0.10)
     parser.add_argument("--scales", action="store_true", help="count the scale each result used")
+    parser.add_argument("--sizes", type=ints, default=list(SIZES), help="--null lengths: 40,60")
+    parser.add_argument("--growths", type=floats, default=list(GROWTHS), help="--null rates")
+    parser.add_argument("--power-sizes", type=ints, default=list(POWER_SIZES))
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     if not (args.null or args.power):
         parser.error("choose --null and/or --power")
     if args.null:
-        null(args.reps, args.scales)
+        null(args.reps, args.scales, args.sizes, args.growths)
     if args.power:
-        power(args.reps, args.crash, args.scales)
+        power(args.reps, args.crash, args.scales, args.power_sizes)
 
 
 if __name__ == "__main__":

@@ -928,7 +928,7 @@ def find_change_points(
             float(min_effect), float(min_relative_change), float(penalty), log,
         )  # fmt: skip
         model = _describe(x, practical)
-        if _may_grow(x, model):
+        if _may_grow(x, model, practical.min_effect):
             # a positive series that grows may grow by a rate, not an amount (step 6)
             logged = _describe(np.log(x), dataclasses.replace(practical, log_levels=True))
             # a rate of growth needs a growth: a log description with no trend only changes
@@ -1148,20 +1148,42 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
     return _Description(scale, adjusted, periods, cycle, slope, accepted, rejected, bends)
 
 
-def _may_grow(x: FloatArray, model: _Description) -> bool:
-    """Whether a series may grow by a rate: one positive column, shorter than
-    :data:`LONG_SERIES` (a second description doubles the cost or more: the 10⁵-reading
-    speed series went from .12 to .29 s, under a hundredth of ruptures' time), whose trend
-    is kept — or whose logarithm has a significant slope inside the segments found (step 6's
-    criterion, on the log scale): a steep exponential's curvature reads as persistent noise
-    about a line (its slope's |t| under 3) and is cut into a step, while a step of the
-    level leaves no slope inside its segments on either scale (a whole-series line through
-    it did: M/M/1 power at N = 100, Δρ .3, .315 → .247)."""
-    n, dims = x.shape
-    if dims != 1 or n >= LONG_SERIES or not bool(np.all(x > 0)):
+def _may_grow(x: FloatArray, model: _Description, min_effect: float) -> bool:
+    """Whether a series may grow by a rate: one positive column whose trend is kept — or
+    whose logarithm has a significant slope inside the segments found (step 6's criterion,
+    on the log scale): a steep exponential's curvature reads as persistent noise about a
+    line (its slope's |t| under 3) and is cut into a step, while a step of the level leaves
+    no slope inside its segments on either scale (a whole-series line through it did: M/M/1
+    power at N = 100, Δρ .3, .315 → .247) — and whose growth bends: see
+    :func:`_bends_enough`."""
+    dims = x.shape[1]
+    if dims != 1 or not bool(np.all(x > 0)):
         return False
     cuts = sorted(p.index for p in model.accepted)
-    return bool(model.slope.any()) or bool(_significant_slopes(np.log(x), cuts).any())
+    if not (model.slope.any() or _significant_slopes(np.log(x), cuts).any()):
+        return False
+    return _bends_enough(x, model, min_effect)
+
+
+def _bends_enough(x: FloatArray, model: _Description, min_effect: float) -> bool:
+    """Whether growth by a rate would bend away from growth by an amount by at least
+    ``min_effect`` noise σ (of log y): the log description can only explain the *values*
+    better by its curved mean, or by its noise's scale alone (skewed noise, which the
+    likelihood rewards whether or not the series grows by a rate).
+
+    ``model``'s structure — its level points and cycle period — is refitted on log ``x`` with
+    the slope common to its segments, b: over the n readings e^(b t) leaves its chord by
+    about (b n)² / 8 (of the level), compared with the robust σ about that refit. O(n), no
+    search: a long series that drifts a little, its noise skewed (NAB's CPU series, the
+    10⁵-reading speed series: (b n)² / 8 under a fifth of σ), is not described twice."""
+    n = x.shape[0]
+    y = np.log(x[:, 0])
+    flat = y if model.period is None else robust_mod.remove_cycle(y, model.period)[0]
+    cuts = sorted(p.index for p in model.accepted)
+    growth = robust_mod.within_slope(flat, cuts)[0]
+    level = _detrend(flat[:, None], np.array([growth]))
+    sigma = float(_residual_scale(level, [0, *cuts, n])[0])
+    return (growth * n) ** 2 / 8.0 >= min_effect * sigma
 
 
 def _better_on_log_scale(x: FloatArray, linear: _Description, logged: _Description) -> bool:
