@@ -58,6 +58,27 @@ def test_exponential_growth_with_no_change_has_no_point(n: int) -> None:
         assert cp.fitted is not None and np.all(cp.fitted > 0)
 
 
+@pytest.mark.parametrize("n", [2_000, 5_000])
+def test_long_exponential_growth_with_no_change_has_no_point(n: int) -> None:
+    """A year of hourly readings growing by a rate: before, series of 1,000 readings or more
+    were never described on the log scale, and (`changepoints_growth.py --null --sizes 1000,3000`)
+    every one got false points."""
+    for seed in range(3):
+        cp = find_change_points(growing(n, seed=seed, growth=0.001, sd=0.02, phi=0.6))
+        assert (cp.scale, cp.indices) == ("log", ()), (n, seed)
+        assert cp.trend[0] == pytest.approx(0.001, abs=0.0003)
+
+
+def test_a_long_drift_with_skewed_noise_is_not_described_on_the_log_scale() -> None:
+    """A slow drift (+5% over 4,000 readings) in lognormal noise: growth by a rate would not
+    bend away from a line by a quarter of the noise σ, so only the noise's scale would change
+    (NAB's CPU series were described on the log scale without the gate)."""
+    rng = np.random.default_rng(2)
+    t = np.arange(4_000, dtype=float)
+    x = (40 + 0.0005 * t) * np.exp(0.3 * rng.standard_normal(4_000))
+    assert find_change_points(x).scale == "linear"
+
+
 def test_a_crash_in_exponential_growth_is_a_relative_level_shift_near_it() -> None:
     x = growing(120, seed=3, sd=0.01, crash=-0.10)
     cp = find_change_points(x)
