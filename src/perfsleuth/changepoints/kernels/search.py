@@ -1172,18 +1172,19 @@ def _bends_enough(x: FloatArray, model: _Description, min_effect: float) -> bool
     likelihood rewards whether or not the series grows by a rate).
 
     ``model``'s structure — its level points and cycle period — is refitted on log ``x`` with
-    the slope common to its segments, b: over the n readings e^(b t) leaves its chord by
-    about (b n)² / 8 (of the level), compared with the robust σ about that refit. O(n), no
+    the slope common to its segments, b. Each segment has its own level, so the two kinds of
+    growth differ only inside segments: over the longest, L readings, e^(b t) leaves its chord
+    by about (b L)² / 8 (of the level), compared with the robust σ about that refit. O(n), no
     search: a long series that drifts a little, its noise skewed (NAB's CPU series, the
-    10⁵-reading speed series: (b n)² / 8 under a fifth of σ), is not described twice."""
+    10⁵-reading speed series: (b L)² / 8 under a fifth of σ), is not described twice."""
     n = x.shape[0]
     y = np.log(x[:, 0])
     flat = y if model.period is None else robust_mod.remove_cycle(y, model.period)[0]
-    cuts = sorted(p.index for p in model.accepted)
-    growth = robust_mod.within_slope(flat, cuts)[0]
-    level = _detrend(flat[:, None], np.array([growth]))
-    sigma = float(_residual_scale(level, [0, *cuts, n])[0])
-    return (growth * n) ** 2 / 8.0 >= min_effect * sigma
+    bounds = [0, *sorted(p.index for p in model.accepted), n]
+    growth = robust_mod.within_slope(flat, bounds[1:-1])[0]
+    sigma = float(_residual_scale(_detrend(flat[:, None], np.array([growth])), bounds)[0])
+    longest = max(b - a for a, b in itertools.pairwise(bounds))
+    return (growth * longest) ** 2 / 8.0 >= min_effect * sigma
 
 
 def _better_on_log_scale(x: FloatArray, linear: _Description, logged: _Description) -> bool:
