@@ -81,7 +81,7 @@ def null(reps: int, scales: bool, sizes: list[int], growths: list[float]) -> Non
                           f"level {level:4d}  slope {slope:4d}{extra}", flush=True)  # fmt: skip
 
 
-def power(reps: int, crash: float, scales: bool, sizes: list[int]) -> None:
+def power(reps: int, crash: float, scales: bool, sizes: list[int], g: float = 0.02) -> None:
     print(
         f"a change at n // 2, {reps} series a cell: found within {MARGIN} (of its kind), "
         "median distance of the nearest point, other points per series"
@@ -91,7 +91,6 @@ def power(reps: int, crash: float, scales: bool, sizes: list[int]) -> None:
         for n in sizes:
             for sd in SDS:
                 for phi in PHIS:
-                    g = 0.02
                     args = {k: (g if v is None else v) for k, v in change.items()}
                     rng = np.random.default_rng([7, n, round(sd * 100), round(phi * 10),
                                                  len(name)])  # fmt: skip
@@ -134,6 +133,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=ints, default=list(SIZES), help="--null lengths: 40,60")
     parser.add_argument("--growths", type=floats, default=list(GROWTHS), help="--null rates")
     parser.add_argument("--power-sizes", type=ints, default=list(POWER_SIZES))
+    parser.add_argument("--power-growth", type=float, default=0.02, help="g before the change")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     if not (args.null or args.power):
@@ -141,7 +141,7 @@ def main() -> None:
     if args.null:
         null(args.reps, args.scales, args.sizes, args.growths)
     if args.power:
-        power(args.reps, args.crash, args.scales, args.power_sizes)
+        power(args.reps, args.crash, args.scales, args.power_sizes, args.power_growth)
 
 
 if __name__ == "__main__":

@@ -1171,7 +1171,7 @@ def _bends_enough(x: FloatArray, model: _Description, min_effect: float) -> bool
     better by its curved mean, or by its noise's scale alone (skewed noise, which the
     likelihood rewards whether or not the series grows by a rate).
 
-    ``model``'s structure — its level points and cycle period — is refitted on log ``x`` with
+    ``model``'s structure — its level points and cycle periods — is refitted on log ``x`` with
     the slope common to its segments, b. Each segment has its own level, so the two kinds of
     growth differ only inside segments: over the longest, L readings, e^(b t) leaves its chord
     by about (b L)² / 8 (of the level), compared with the robust σ about that refit. O(n), no
@@ -1179,12 +1179,14 @@ def _bends_enough(x: FloatArray, model: _Description, min_effect: float) -> bool
     10⁵-reading speed series: (b L)² / 8 under a fifth of σ), is not described twice."""
     n = x.shape[0]
     y = np.log(x[:, 0])
-    flat = y if model.period is None else robust_mod.remove_cycle(y, model.period)[0]
+    flat = y
+    for period in model.periods:  # shortest first, as the description removed them
+        flat = robust_mod.remove_cycle(flat, period)[0]
     bounds = [0, *sorted(p.index for p in model.accepted), n]
     growth = robust_mod.within_slope(flat, bounds[1:-1])[0]
     sigma = float(_residual_scale(_detrend(flat[:, None], np.array([growth])), bounds)[0])
     longest = max(b - a for a, b in itertools.pairwise(bounds))
-    return (growth * longest) ** 2 / 8.0 >= min_effect * sigma
+    return bool((growth * longest) ** 2 / 8.0 >= min_effect * sigma)
 
 
 def _better_on_log_scale(x: FloatArray, linear: _Description, logged: _Description) -> bool:
