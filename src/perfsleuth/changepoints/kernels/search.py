@@ -331,7 +331,6 @@ class ChangePoints:
     min_size: int
     robust: bool = False
     min_effect: float = 0.0
-    period: int | None = None
     spikes: tuple[int, ...] = ()
     periods: tuple[int, ...] = ()
     trend: tuple[float, ...] = ()
@@ -340,6 +339,11 @@ class ChangePoints:
     penalty: float = 0.0
     spike_runs: tuple[SpikeRun, ...] = ()
     scale: Literal["linear", "log"] = "linear"
+
+    @property
+    def period(self) -> int | None:
+        """The longest cycle removed (observations), or None."""
+        return self.periods[-1] if self.periods else None
 
     @property
     def outliers(self) -> int:
@@ -1003,7 +1007,6 @@ def find_change_points(
         min_size=size,
         robust=robust,
         min_effect=float(min_effect),
-        period=model.periods[-1] if model.periods else None,
         periods=model.periods,
         spikes=spikes,
         # on the log scale the trend is a growth rate: e^slope − 1 per reading
