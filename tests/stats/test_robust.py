@@ -155,6 +155,23 @@ def test_long_run_scale_caps_the_memory_it_extrapolates() -> None:
     assert 1 - 1 / 16 < long_run_scale(walk)[0] <= 1 - 1 / 128
 
 
+def test_long_run_scale_counts_phi_only_where_the_differences_show_it() -> None:
+    # φ from the differences of n readings has a standard error of about 2.4/√n on
+    # independent noise (.69 at 12): below two of them it is not told from 0, and the AR(1)
+    # scale is the differences' own, whatever φ̂ read (.6 or more on some of these series)
+    short = [noise(seed, 12) for seed in range(40)]
+    assert max(difference_phi(x) for x in short) > 0.6
+    for x in short:
+        phi, scale = long_run_scale(x, max_block=1)
+        assert phi == 0.0
+        assert scale == pytest.approx(
+            np.median(np.abs(np.diff(x) - np.median(np.diff(x)))) * 1.4826 / math.sqrt(2)
+        )
+    # what the differences do show counts: φ = .9 in 400 readings (2.4/√400 = .12)
+    ar = lfilter([1.0], [1.0, -0.9], noise(3, 400))
+    assert long_run_scale(ar, max_block=1)[0] == pytest.approx(difference_phi(ar))
+
+
 def test_remove_cycle_keeps_a_level_shift() -> None:
     x = square(40) + noise(7) + np.where(T < 350, 0.0, 2.0)
     flat, profile = remove_cycle(x, 40)
