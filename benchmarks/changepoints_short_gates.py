@@ -1,6 +1,7 @@
 """Which gate loses a big clean step in a short series (issue 17's short-series power).
 
-One step of d noise σ at mid-series in n iid Gaussian readings (``np.r_[N(10, 1, n//2),
+One step of d noise σ at mid-series in n iid Gaussian readings (``--phi``: AR(1) noise of unit
+marginal variance) (``np.r_[N(10, 1, n//2),
 N(10 + d, 1, n − n//2)]``, ``default_rng(seed)``, seeds 0..reps−1; a hit is a point within 1
 of n//2), searched with the defaults. Each miss is put down to the first gate that lost the
 step in the search with no slope (the first description's first start, step 5), else to what
@@ -31,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from scipy.signal import lfilter
 
 from perfsleuth import find_change_points
 from perfsleuth.changepoints.kernels import search, seeded
@@ -39,9 +41,14 @@ from perfsleuth.stats import robust
 GATES = ("no candidate", "small", "cost", "test", "later")
 
 
-def step_series(n: int, d: float, seed: int) -> np.ndarray:
+def step_series(n: int, d: float, seed: int, phi: float = 0.0) -> np.ndarray:
+    """The issue's series; with ``phi`` > 0, AR(1) noise of unit marginal variance instead."""
     rng = np.random.default_rng(seed)
-    return np.r_[rng.normal(10, 1, n // 2), rng.normal(10 + d, 1, n - n // 2)]
+    if phi == 0:
+        return np.r_[rng.normal(10, 1, n // 2), rng.normal(10 + d, 1, n - n // 2)]
+    x: np.ndarray = 10 + lfilter([1.0], [1.0, -phi], rng.standard_normal(n)) * (1 - phi**2) ** 0.5
+    x[n // 2 :] += d
+    return x
 
 
 class Recorder:
@@ -93,14 +100,16 @@ class Recorder:
         return wrapped
 
 
-def diagnose(n: int, d: float, reps: int) -> tuple[int, collections.Counter[str], list[float]]:
+def diagnose(
+    n: int, d: float, reps: int, phi: float = 0.0
+) -> tuple[int, collections.Counter[str], list[float]]:
     hits, gates, cap_share = 0, collections.Counter[str](), [0.0, 0.0]
     counts = [0, 0]
     cap = robust.memory_cap(n, 1)
     real_run = search._Practical.run
     real_candidates, real_prune = seeded.seeded_candidates, seeded.prune
     for seed in range(reps):
-        x = step_series(n, d, seed)
+        x = step_series(n, d, seed, phi)
         recorder = Recorder(n // 2)
 
         def run(self: Any, *args: Any, recorder: Recorder = recorder, **kwargs: Any) -> Any:
@@ -131,13 +140,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--sizes", default="10,12,20,30,60")
     parser.add_argument("--steps", default="3,4,6")
+    parser.add_argument("--phi", type=float, default=0.0, help="AR(1) noise instead (φ > 0)")
     args = parser.parse_args()
     print(f"hits of {args.reps} series, and each miss's first losing gate (step 5, no slope)")
     print("| n | d (σ) | hits | " + " | ".join(GATES) + " | φ̂ at cap: misses / hits |")
     print("|---" * (len(GATES) + 4) + "|")
     for n in (int(v) for v in args.sizes.split(",")):
         for d in (float(v) for v in args.steps.split(",")):
-            hits, gates, caps = diagnose(n, d, args.reps)
+            hits, gates, caps = diagnose(n, d, args.reps, args.phi)
             cells = " | ".join(str(gates[g]) for g in GATES)
             print(f"| {n} | {d:g} | {hits} | {cells} | {caps[0]:.2f} / {caps[1]:.2f} |")
 
