@@ -170,6 +170,12 @@ def test_long_run_scale_counts_phi_only_where_the_differences_show_it() -> None:
     # what the differences do show counts: φ = .9 in 400 readings (2.4/√400 = .12)
     ar = lfilter([1.0], [1.0, -0.9], noise(3, 400))
     assert long_run_scale(ar, max_block=1)[0] == pytest.approx(difference_phi(ar))
+    # and with blocks measured beside it φ is kept as estimated (they understate short-range
+    # persistence): φ = .2, φ̂ = .19 in 400 readings, under two standard errors (.24)
+    weak = lfilter([1.0], [1.0, -0.2], noise(6, 400))
+    assert 0 < difference_phi(weak) < 0.24
+    assert long_run_scale(weak, max_block=1)[0] == 0.0
+    assert long_run_scale(weak)[0] == pytest.approx(difference_phi(weak))
 
 
 def test_remove_cycle_keeps_a_level_shift() -> None:
