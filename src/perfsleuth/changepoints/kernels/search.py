@@ -1959,13 +1959,15 @@ class _Practical:
             short_range = False
             # the most persistence the noise shows the test (see ``tested``): its φ at short
             # range with two standard errors, on the symmetrised scale or the series' own (as
-            # the null estimate), or the φ its long-run scale implies. (The φ estimated, not
-            # the yardstick's, which is 0 where it is not told from independence.)
+            # the null estimate), or the φ its long-run scale implies. (The φ estimated: the
+            # yardstick's is 0 where it is not told from independence, so measured again.)
             own = centred - _segment_means(centred, points)
             phi_cap = max(
-                robust_mod.persistence(part[:, j], max_block=top)
-                for part in (resid, own)
-                for j in range(self.dims)
+                *(
+                    phi or robust_mod.persistence(resid[:, j], max_block=top)
+                    for j, (phi, _, _) in enumerate(noise)
+                ),
+                *(robust_mod.persistence(own[:, j], max_block=top) for j in range(self.dims)),
             ) + _PHI_CAP_SE * 3.0 / math.sqrt(n)
             phi_cap = max(phi_cap, *(implied for _, _, implied in noise))
             # how many independent observations the long-run yardstick rests on (``_cost``)
