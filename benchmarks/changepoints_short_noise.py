@@ -10,7 +10,11 @@ were added (the same seeds).
 Seeded per (n, replicate), so two versions of ``src`` see the same series
 (``PYTHONPATH=<src> .venv/bin/python benchmarks/changepoints_short_noise.py``).
 
-Run: ``.venv/bin/python benchmarks/changepoints_short_noise.py [--reps 200]``
+``--test-size``: instead, the size of the FPA test alone on the whole series (its optimal
+split, the series' lag-1 autocorrelation as the estimated φ, α = .05, min_size as the defaults
+choose), for n 12–30: what the search's other gates leave of it.
+
+Run: ``.venv/bin/python benchmarks/changepoints_short_noise.py [--reps 200] [--test-size]``
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ import numpy as np
 from scipy.signal import lfilter
 
 from perfsleuth import find_change_points
+from perfsleuth.changepoints.kernels.search import (
+    FPATest,
+    _auto_min_size,
+    lag1_autocorrelation,
+    two_partition,
+)
 
 SIZES = (12, 20, 30, 60, 100, 200)
 NULL_PHIS = (0.0, 0.5, 0.8, 0.9, 0.95, 1.0)  # 1: a random walk
@@ -36,11 +46,41 @@ def noise(seed: int, n: int, phi: float) -> np.ndarray:
     return x if phi >= 1.0 else x * math.sqrt(1.0 - phi * phi)
 
 
+def test_size(reps: int) -> None:
+    """The FPA test's own size on whole series of AR(1) noise (seeds apart from main's)."""
+    test = FPATest()
+    print(f"share of {reps} series the FPA test alone rejects at α = .05 (whole series)")
+    print("| n | " + " | ".join(f"φ = {p:g}" for p in NULL_PHIS[:-1]) + " |")
+    print("|---" * len(NULL_PHIS) + "|")
+    for n in (12, 20, 30):
+        m = _auto_min_size(n)
+        cells = []
+        for phi in NULL_PHIS[:-1]:
+            rejected = 0
+            for s in range(reps):
+                x = noise(5_000_000 + 1000 * n + s, n, phi)
+                verdict = test.assess(
+                    two_partition(x, min_size=m).statistic,
+                    n=n,
+                    phi=lag1_autocorrelation(x),
+                    alpha=0.05,
+                    dims=1.0,
+                    min_size=m,
+                )
+                rejected += verdict.p_value <= 0.05
+            cells.append(f"{rejected / reps:.3f}")
+        print(f"| {n} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--test-size", action="store_true", help="the FPA test alone")
     args = parser.parse_args()
     reps = args.reps
+    if args.test_size:
+        test_size(reps)
+        return
     print(f"share of {reps} series with any change point, no change (φ = 1: a random walk)")
     print("| n | " + " | ".join(f"φ = {p:g}" for p in NULL_PHIS) + " |")
     print("|---" * (len(NULL_PHIS) + 1) + "|")
