@@ -9,22 +9,30 @@ then raised to the largest of the rows for longer segments (simulation noise mus
 shorter segment's bar lower). Prints the rows to paste into ``kinks._SIMULATED`` and, with
 ``--size``, the size of the shipped test at α = .05 on fresh series.
 
-Run: ``machine heavy .venv/bin/python scripts/make_kink_table.py [--reps 20000] [--size]``
-(about 40 s of CPU; ``--size`` 20 s more).
+With ``--steps`` the same for the best *step* of a straight line (its own line fitted, the
+step's first index at least ``kinks.MIN_SIDE`` readings from either end):
+``perfsleuth.changepoints.kernels.trend_steps``' table and test.
+
+Run: ``machine heavy .venv/bin/python scripts/make_kink_table.py [--reps 20000] [--size]
+[--steps]`` (about 40 s of CPU; ``--size`` 20 s more).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy.signal import lfilter
 
-from perfsleuth.changepoints.kernels import kinks
+from perfsleuth.changepoints.kernels import kinks, trend_steps
 
 PHIS = (0.0, 0.3, 0.5, 0.7, 0.8, 0.9)
 SEED = 20261128
+
+
+Statistic = Callable[[np.ndarray, int], np.ndarray]
 
 
 def _suffix(a: np.ndarray) -> np.ndarray:
@@ -60,14 +68,40 @@ def kink_z2(y: np.ndarray, side: int) -> np.ndarray:
     return num[rows, j] ** 2 / den[j] / variance
 
 
+def step_z2(y: np.ndarray, side: int) -> np.ndarray:
+    """``trend_steps.step_z2``'s z² for each row of ``y`` (vectorised; the same formulas)."""
+    reps, n = y.shape
+    t = np.arange(n, dtype=np.float64)
+    tc = t - t.mean()
+    stt = float(tc @ tc)
+    resid = y - y.mean(axis=1, keepdims=True) - np.outer(y @ tc / stt, tc)
+    num = np.cumsum(resid[:, ::-1], axis=1)[:, ::-1]
+    above_tc = np.cumsum(tc[::-1])[::-1]
+    count = n - t
+    den = count - count**2 / n - above_tc**2 / stt
+    positions = np.arange(side, n - side + 1)
+    k = positions[np.argmax(num[:, positions] ** 2 / den[positions], axis=1)]
+    rows = np.arange(reps)
+    beta = num[rows, k] / den[k]
+    s = (t[None, :] >= k[:, None]).astype(np.float64)
+    sc = s - s.mean(axis=1, keepdims=True) - np.outer(s @ tc / stt, tc)
+    r = resid - beta[:, None] * sc
+    rr = np.einsum("ij,ij->i", r, r)
+    phi = np.clip(np.einsum("ij,ij->i", r[:, 1:], r[:, :-1]) / np.where(rr > 0, rr, 1), 0, 0.99)
+    variance = rr / (n - 3) * (1 + phi) / (1 - phi)
+    return num[rows, k] ** 2 / den[k] / variance
+
+
 def ar1(rng: np.random.Generator, reps: int, n: int, phi: float) -> np.ndarray:
     e = rng.standard_normal((reps, n))
     e[:, 0] /= math.sqrt(1 - phi * phi)
     return lfilter([1.0], [1.0, -phi], e, axis=1)
 
 
-def simulate(rng: np.random.Generator, n: int, phi: float, reps: int) -> np.ndarray:
-    chunks = [kink_z2(ar1(rng, min(2000, reps - i), n, phi), kinks.MIN_SIDE)
+def simulate(
+    rng: np.random.Generator, n: int, phi: float, reps: int, statistic: Statistic = kink_z2
+) -> np.ndarray:
+    chunks = [statistic(ar1(rng, min(2000, reps - i), n, phi), kinks.MIN_SIDE)
               for i in range(0, reps, 2000)]  # fmt: skip
     return np.concatenate(chunks)
 
@@ -76,26 +110,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=20_000)
     parser.add_argument("--size", action="store_true", help="the shipped test's size at α = .05")
+    parser.add_argument(
+        "--steps", action="store_true", help="the best step's table, not the kink's"
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(SEED)
+    statistic, bars = (
+        (step_z2, trend_steps.critical_z2) if args.steps else (kink_z2, kinks.critical_z2)
+    )
+    what = "step" if args.steps else "kink"
     if args.size:
-        print("size at α = .05 (share of fresh AR(1) series whose best kink passes the test)")
+        print(f"size at α = .05 (share of fresh AR(1) series whose best {what} passes the test)")
         print("n     " + "  ".join(f"φ={p:<4}" for p in (*PHIS, 0.95, 1.0)))
         for n in (40, 120, 400):
-            bar = kinks.critical_z2(n, 0.05)
+            bar = bars(n, 0.05)
             cells = []
             for phi in (*PHIS, 0.95, 1.0):
                 if phi < 1:
-                    z2 = simulate(rng, n, phi, 4000)
+                    z2 = simulate(rng, n, phi, 4000, statistic)
                 else:  # a random walk
-                    z2 = kink_z2(np.cumsum(rng.standard_normal((4000, n)), axis=1), kinks.MIN_SIDE)
+                    z2 = statistic(
+                        np.cumsum(rng.standard_normal((4000, n)), axis=1), kinks.MIN_SIDE
+                    )
                 cells.append(f"{np.mean(z2 > bar):.4f}")
             print(f"{n:<5} " + "  ".join(cells))
         return
     top = []
     for n in kinks.TABLE_N:
         reps = args.reps if n <= 1000 else args.reps // 4
-        quantiles = [np.quantile(simulate(rng, n, phi, reps), [1 - p for p in kinks.TABLE_P])
+        quantiles = [np.quantile(simulate(rng, n, phi, reps, statistic),
+                                 [1 - p for p in kinks.TABLE_P])
                      for phi in PHIS]  # fmt: skip
         top.append(np.max(quantiles, axis=0))
     table = np.maximum.accumulate(np.array(top)[::-1], axis=0)[::-1]

@@ -137,7 +137,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from perfsleuth.blas import one_blas_thread
-from perfsleuth.changepoints.kernels import fpa, kinks, seeded
+from perfsleuth.changepoints.kernels import fpa, kinks, seeded, trend_steps
 from perfsleuth.errors import DataError, NotEnoughDataError
 from perfsleuth.stats import robust as robust_mod
 
@@ -1120,6 +1120,16 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
         if trending:
             start = searched(line, [p.index for p in accepted])
             fits = [zero, _alternate(searched, adjusted, line, *start)]
+            # A step the line's slope hides (a crash in growth: the line through it is flatter
+            # than the growth, and the series less it a saw tooth whose teeth hide the step),
+            # when the step is significant with its segment's own line fitted alongside: a
+            # third start, from the slope inside the segments that step makes.
+            steps = _hidden_steps(adjusted, fits[1][1], search)
+            if steps:
+                cuts = sorted({*(p.index for p in fits[1][1]), *steps})
+                inside = _significant_slopes(adjusted, cuts)
+                if inside.any():
+                    fits.append(_alternate(searched, adjusted, inside, *searched(inside, cuts)))
             # judged at the noise's effective count, as the level test judges a point: with
             # n, persistent noise cut a line into a step (`benchmarks/changepoints_trend_size.py`)
             described = [_trend_fit(adjusted, fit[0], fit[1]) for fit in fits]
@@ -1149,6 +1159,23 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
         accepted, bends, replaced = _with_kinks(adjusted[:, 0], slope[0], accepted, judged)
         rejected = [*rejected, *replaced]
     return _Description(scale, adjusted, periods, cycle, slope, accepted, rejected, bends)
+
+
+def _hidden_steps(y: FloatArray, accepted: list[ChangePoint], search: _Practical) -> list[int]:
+    """Steps of a trending one-column series that a slope common to its segments may hide:
+    in each segment between ``accepted``, the best step with the segment's own line fitted
+    alongside (Perron's crash model, :mod:`perfsleuth.changepoints.kernels.trend_steps`),
+    when significant at a share of the level spent on the segment's length."""
+    if y.shape[1] != 1:
+        return []
+    bounds = [0, *sorted(p.index for p in accepted), y.shape[0]]
+    found = []
+    for a, b in itertools.pairwise(bounds):
+        alpha = _HIDDEN_STEP_SHARE * search._level_alpha(b - a)
+        step = trend_steps.best_step(y[a:b, 0], alpha=alpha, side=search.min_size)
+        if step is not None:
+            found.append(a + step.index)
+    return found
 
 
 def _may_grow(x: FloatArray, model: _Description, min_effect: float) -> bool:
@@ -1324,6 +1351,10 @@ _TREND_ROUNDS = 2  # refits of the common slope; the search settles after one or
 _PRUNE_MAX = 40  # most change points of a trend model checked by backward elimination
 _LEAN_T = 1.5  # |t| of the within-segment slope that makes a trend worth trying
 _TREND_T = 3.0  # |t| of the within-segment slope above which the trend is removed
+# The hidden-step test is a second test of a segment's "no level shift", after the level
+# search's: half the level spent on the segment (at the whole level, machine tune
+# `pg_trend_latency`, a latency trend that dips and rises again, got a false step at p = .048).
+_HIDDEN_STEP_SHARE = 0.5
 
 
 def _ramp(n: int) -> FloatArray:

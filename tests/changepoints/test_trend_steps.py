@@ -1,0 +1,86 @@
+"""A level shift of a trending segment, tested with the segment's own line fitted alongside
+(Perron's crash model): the statistic the table was simulated for, the bar, its size on
+straight lines in AR(1) noise, and the crash in growth that the line through it hid."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.signal import lfilter
+
+from perfsleuth.changepoints.kernels import kinks, trend_steps
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def ar1(rng: np.random.Generator, n: int, phi: float) -> np.ndarray:
+    e = rng.standard_normal(n)
+    e[0] /= math.sqrt(1 - phi * phi)
+    return lfilter([1.0], [1.0, -phi], e)
+
+
+def test_the_statistic_is_the_steps_squared_t_with_the_line_fitted_alongside() -> None:
+    """z² is the step's t² in y = a + b t + d 1(t ≥ k), its variance the AR(1) long-run one
+    of the residuals (the slope's estimation counted, unlike a step of y less a given line)."""
+    rng = np.random.default_rng(5)
+    t = np.arange(60, dtype=float)
+    y = 0.1 * t + (t >= 27) * 3.0 + ar1(rng, 60, 0.3)
+    found = trend_steps.step_z2(y, 5)
+    assert found is not None
+    k, z2 = found
+    assert k == 27
+    design = np.column_stack([np.ones(60), t, (t >= k).astype(float)])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    resid = y - design @ coef
+    rr = float(resid @ resid)
+    phi = min(max(float(resid[1:] @ resid[:-1]) / rr, 0.0), 0.99)
+    variance = rr / 57 * (1 + phi) / (1 - phi)
+    assert z2 == pytest.approx(coef[2] ** 2 / (np.linalg.inv(design.T @ design)[2, 2] * variance))
+
+
+def test_the_table_script_computes_the_kernels_statistic() -> None:
+    sys.path.insert(0, str(SCRIPTS))
+    from make_kink_table import step_z2
+
+    rng = np.random.default_rng(11)
+    y = np.vstack([ar1(rng, 60, 0.6) + 0.05 * np.arange(60) for _ in range(5)])
+    for row, z2 in zip(y, step_z2(y, kinks.MIN_SIDE), strict=True):
+        found = trend_steps.step_z2(row, kinks.MIN_SIDE)
+        assert found is not None
+        assert found[1] == pytest.approx(z2, rel=1e-9)
+
+
+def test_the_bar_and_its_tail_probability_invert_each_other() -> None:
+    for n in (25, 80, 300, 4000):
+        for p in (0.0005, 0.003, 0.05):
+            bar = trend_steps.critical_z2(n, p)
+            assert trend_steps.tail_probability(n, bar) == pytest.approx(p, rel=1e-6)
+    assert trend_steps.critical_z2(40, 0.05) > trend_steps.critical_z2(400, 0.05)
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.5, 0.9])
+def test_a_straight_line_in_ar1_noise_has_a_step_at_most_alpha_of_the_time(phi: float) -> None:
+    """The bar is the largest simulated quantile over φ ≤ .9: size at most α = .05 at each
+    (400 seeded series of 60 readings; the binomial's 3 σ above .05 is .083)."""
+    rng = np.random.default_rng([60, round(phi * 10)])
+    t = np.arange(60, dtype=float)
+    hits = sum(
+        trend_steps.best_step(0.2 * t + ar1(rng, 60, phi), alpha=0.05, side=5) is not None
+        for _ in range(400)
+    )
+    assert hits / 400 <= 0.083
+
+
+def test_a_step_in_a_line_is_found_where_it_is() -> None:
+    rng = np.random.default_rng(3)
+    t = np.arange(80, dtype=float)
+    step = trend_steps.best_step(
+        2.0 + 0.3 * t - 4.0 * (t >= 50) + ar1(rng, 80, 0.5), alpha=0.05, side=5
+    )
+    assert step is not None and step.index == 50
+    assert step.statistic > step.critical_value and step.p_value < 0.05
+    assert trend_steps.best_step(2.0 + 0.3 * t + ar1(rng, 80, 0.5), alpha=0.05, side=5) is None
