@@ -84,3 +84,24 @@ def test_a_step_in_a_line_is_found_where_it_is() -> None:
     assert step is not None and step.index == 50
     assert step.statistic > step.critical_value and step.p_value < 0.05
     assert trend_steps.best_step(2.0 + 0.3 * t + ar1(rng, 80, 0.5), alpha=0.05, side=5) is None
+
+
+def test_a_few_spikes_at_a_segments_end_are_not_a_step() -> None:
+    """A spike among a segment's last readings is significant as a step of them: with a
+    kink's other gates (here: not a spike) it is no step (the 10⁶ × 2 speed series' segments
+    had such steps, and the trend's alternation ran once more for them: 2.0 → 2.9 s)."""
+    from functools import partial
+
+    from perfsleuth.changepoints.kernels.search import _cost
+
+    rng = np.random.default_rng(8)
+    t = np.arange(2_000, dtype=float)
+    y = 0.01 * t + ar1(rng, 2_000, 0.3)
+    y[-3] += 60.0
+    spiky = trend_steps.best_step(y, alpha=0.05, side=5)
+    assert spiky is not None and spiky.index == 1_995
+    gates = {"min_effect": 0.25, "cost": partial(_cost, 5.0)}
+    assert trend_steps.best_step(y, alpha=0.05, side=5, **gates) is None
+    y[1_000:] -= 3.0  # a real step is still one
+    step = trend_steps.best_step(y[:1_990], alpha=0.05, side=5, **gates)
+    assert step is not None and step.index == 1_000

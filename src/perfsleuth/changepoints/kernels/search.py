@@ -1165,14 +1165,22 @@ def _hidden_steps(y: FloatArray, accepted: list[ChangePoint], search: _Practical
     """Steps of a trending one-column series that a slope common to its segments may hide:
     in each segment between ``accepted``, the best step with the segment's own line fitted
     alongside (Perron's crash model, :mod:`perfsleuth.changepoints.kernels.trend_steps`),
-    when significant at a share of the level spent on the segment's length."""
+    when it passes a kink's gates: significant at a share of the level spent on the
+    segment's length, large, worth its cost and not a spike."""
     if y.shape[1] != 1:
         return []
     bounds = [0, *sorted(p.index for p in accepted), y.shape[0]]
     found = []
     for a, b in itertools.pairwise(bounds):
-        alpha = _HIDDEN_STEP_SHARE * search._level_alpha(b - a)
-        step = trend_steps.best_step(y[a:b, 0], alpha=alpha, side=search.min_size)
+        step = trend_steps.best_step(
+            y[a:b, 0],
+            alpha=_HIDDEN_STEP_SHARE * search._level_alpha(b - a),
+            side=search.min_size,
+            min_effect=search.min_effect,
+            min_relative_change=search.min_relative_change,
+            cost=functools.partial(_cost, search.penalty),
+            log_levels=search.log_levels,
+        )
         if step is not None:
             found.append(a + step.index)
     return found

@@ -14,9 +14,11 @@ critical value of the best step of a straight line in AR(1) noise, the largest s
 quantile over φ ∈ {0, .3, .5, .7, .8, .9} (``scripts/make_kink_table.py --steps``): its size
 is at most α for every φ up to .9 whatever the step's position, with the slope's estimation
 counted (a mid-segment step and the slope share three quarters of their variance, so the
-step's z² at a slope fitted with it is four times what it should be). ``search`` uses a step
-that passes only to *start* the trend's alternation from the slope inside its segments; the
-level search then judges the point as it judges every other.
+step's z² at a slope fitted with it is four times what it should be). A step must also be
+large, worth its cost and not a spike, as a kink must (``kinks.judge``): a long segment's
+last few readings, spikes, were significant steps. ``search`` uses a step that passes only to
+*start* the trend's alternation from the slope inside its segments; the level search then
+judges the point as it judges every other.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from perfsleuth.changepoints.kernels import kinks
+from perfsleuth.stats import robust as robust_mod
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -70,9 +73,24 @@ class Step:
     p_value: float
 
 
-def step_z2(y: FloatArray, side: int) -> tuple[int, float] | None:
-    """(index, z²) of the step that most reduces the residual sum of squares about ``y``'s
-    straight line, at least ``side`` readings either side; O(n) by suffix sums."""
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    k: int
+    numerator: float  # step · residuals about the line
+    denominator: float  # |step less its projection on the line|²
+    step: FloatArray  # the chosen step less its projection on the line
+    residual: FloatArray  # residuals about the line
+    variance: float  # AR(1) long-run variance of the residuals about the line and step
+    phi: float
+
+    @property
+    def z2(self) -> float:
+        return self.numerator**2 / self.denominator / self.variance
+
+
+def _scan(y: FloatArray, side: int) -> _Scan | None:
+    """The step that most reduces the residual sum of squares about ``y``'s straight line, at
+    least ``side`` readings either side; O(n) by suffix sums."""
     n = y.size
     if n < 2 * side + 3:
         return None
@@ -98,7 +116,13 @@ def step_z2(y: FloatArray, side: int) -> tuple[int, float] | None:
         return None
     phi = min(max(float(resid[1:] @ resid[:-1]) / rr, 0.0), 0.99)
     variance = rr / max(n - 3, 1) * (1 + phi) / (1 - phi)
-    return k, float(numerator[k] ** 2 / denominator[k] / variance)
+    return _Scan(k, float(numerator[k]), float(denominator[k]), s, residual, variance, phi)
+
+
+def step_z2(y: FloatArray, side: int) -> tuple[int, float] | None:
+    """(index, z²) of the best step of ``y`` with its own line (:func:`_scan`)."""
+    scan = _scan(y, side)
+    return None if scan is None else (scan.k, scan.z2)
 
 
 def _row(length: int) -> FloatArray:
@@ -129,16 +153,50 @@ def tail_probability(length: int, z2: float) -> float:
     return float(math.exp(np.interp(y, row[::-1], lp[::-1])))
 
 
-def best_step(y: FloatArray, *, alpha: float, side: int) -> Step | None:
-    """The best step of the segment ``y`` with its own line when it is significant at
-    ``alpha``, else None."""
-    if y.size < kinks.MIN_LENGTH:
+def best_step(
+    y: FloatArray,
+    *,
+    alpha: float,
+    side: int,
+    min_effect: float = 0.0,
+    min_relative_change: float = 0.0,
+    cost: kinks.Cost | None = None,
+    log_levels: bool = False,
+) -> Step | None:
+    """The best step of the segment ``y`` with its own line when it passes the gates a kink
+    passes (``kinks.judge``), else None: **significant** at ``alpha``; **large** (``min_effect``
+    robust σ of the residuals about the line and step, and ``min_relative_change`` of the
+    largest fitted level, or 1 − e^−|d| on a log scale); with ``cost``, **worth its cost** (the
+    level points' cost of a split with that shorter side, ν = n (1 − φ)/(1 + φ)) and **not a
+    spike** (it still pays without the reading of its shorter side that supports it most)."""
+    n = y.size
+    if n < kinks.MIN_LENGTH:
         return None
-    found = step_z2(y, max(side, kinks.MIN_SIDE))
-    if found is None:
+    scan = _scan(y, max(side, kinks.MIN_SIDE))
+    if scan is None:
         return None
-    k, z2 = found
-    bar = critical_z2(y.size, alpha)
+    z2, bar = scan.z2, critical_z2(n, alpha)
     if z2 <= bar:
         return None
-    return Step(k, z2, bar, tail_probability(y.size, z2))
+    beta = scan.numerator / scan.denominator
+    resid = scan.residual - beta * scan.step
+    sigma = robust_mod.robust_scale(resid)
+    move = abs(beta)
+    if sigma > 0.0 and move < min_effect * sigma:
+        return None
+    if log_levels:
+        if -math.expm1(-move) < min_relative_change:
+            return None
+    elif move < min_relative_change * float(np.max(np.abs(y - resid))):
+        return None
+    if cost is not None:
+        shorter = min(scan.k, n - scan.k)
+        price = cost(n, shorter, n * (1 - scan.phi) / (1 + scan.phi))
+        part = slice(0, scan.k) if scan.k <= n - scan.k else slice(scan.k, n)
+        terms = scan.step[part] * scan.residual[part] * math.copysign(1.0, scan.numerator)
+        i = int(np.argmax(terms)) + (part.start or 0)
+        without = scan.numerator - scan.step[i] * scan.residual[i]
+        rest = scan.denominator - scan.step[i] ** 2
+        if z2 < price or rest <= 0.0 or without**2 / rest / scan.variance < price:
+            return None
+    return Step(scan.k, z2, bar, tail_probability(n, z2))
