@@ -636,3 +636,103 @@ def test_a_terminal_sees_the_long_steps_start_without_verbose(tmp_path: Path) ->
         capture_output=True, text=True, check=False, timeout=600,
     )  # fmt: skip
     assert piped.returncode == 0 and "INFO" not in piped.stderr, piped.stderr
+
+
+# -- numeric times that are years or an index, not Unix seconds --------------------------------
+
+
+def _annual(path: Path, column: str = "year", years: list[str] | None = None) -> Path:
+    """A public-data style ``year,value`` file: 60 years, a step from 10 to 14 in 1980."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    years = years or [str(y) for y in range(1950, 2010)]
+    levels = [10.0 if i < 30 else 14.0 for i in range(len(years))]
+    rows = [f"{y},{level + rng.normal(0, 0.3):.3f}" for y, level in zip(years, levels, strict=True)]
+    path.write_text("\n".join([f"{column},value", *rows]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "options",
+    [[], ["--time-column", "year"], ["--time-unit", "year"], ["--time-unit", "auto"]],
+)
+def test_a_year_column_is_read_as_calendar_years(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: list[str]
+) -> None:
+    # before: without options "metric frame is missing column(s)"; with --time-column year a
+    # change point "at 1970-01-01 00:33 UTC" (1980 read as Unix seconds)
+    path = _annual(tmp_path / "yr.csv")
+    code, out, err = run(capsys, "--format", "jsonl", "changepoints", str(path), *options)
+    assert code == 0, err
+    starts = [f.start.isoformat() for f in read_jsonl(out)]
+    assert starts == ["1980-01-01T00:00:00+00:00"]
+
+
+def test_an_index_column_is_refused_unless_its_unit_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: read as the first minute of 1970 without a word
+    path = _annual(tmp_path / "idx.csv", "t", [str(i) for i in range(60)])
+    line = _one_error(*run(capsys, "changepoints", str(path), "--time-column", "t"))
+    assert "idx.csv:2: column 't': not a clock time: '0' as Unix seconds is within 10 days" in line
+    assert "--time-unit" in line
+    code, out, err = run(
+        capsys, "--format", "jsonl", "changepoints", str(path), "--time-column", "t",
+        "--time-unit", "s",
+    )  # fmt: skip
+    assert code == 0, err
+    assert [f.start.isoformat() for f in read_jsonl(out)] == ["1970-01-01T00:00:30+00:00"]
+
+
+YEARS = [str(y) for y in range(1950, 2010)]
+
+
+@pytest.mark.parametrize(
+    ("years", "unit", "pattern"),
+    [
+        # a non-integer among years: named by its line, whether guessed or given
+        ([*YEARS[:9], "1959.5", *YEARS[10:]], [], r"yr\.csv:11: column 'year': not a whole year: "),
+        (
+            [*YEARS[:9], "1959.5", *YEARS[10:]],
+            ["--time-unit", "year"],
+            r"yr\.csv:11: column 'year': not a whole year: ",
+        ),
+        # a negative year: not all years, so not guessed as years; as seconds near 1970: refused
+        (["-1950", *YEARS[1:]], [], r"yr\.csv:2: column 'year': not a clock time: '-1950' .*year"),
+        (["-1950", *YEARS[1:]], ["--time-unit", "year"], r"yr\.csv:2: .*year '-1950' is outside"),
+        # years mixed with Unix seconds: the years are not taken for seconds
+        ([*YEARS[:59], "1700000000"], [], r"yr\.csv:2: column 'year': not a clock time: '1950' "),
+        (
+            [*YEARS[:59], "1700000000"],
+            ["--time-unit", "year"],
+            r"yr\.csv:61: column 'year': year '1700000000' is outside the years 1900 to 2099",
+        ),
+    ],
+)
+def test_bad_years_are_refused_naming_the_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    years: list[str],
+    unit: list[str],
+    pattern: str,
+) -> None:
+    import re
+
+    path = _annual(tmp_path / "yr.csv", years=years)
+    line = _one_error(*run(capsys, "changepoints", str(path), *unit))
+    assert re.search(pattern, line), line
+
+
+def test_a_file_neither_long_nor_wide_says_how_to_name_its_time_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _annual(tmp_path / "when.csv", "when")
+    line = _one_error(*run(capsys, "changepoints", str(path)))
+    assert "when.csv: metric frame is missing column(s) 'time', 'entity', 'metric'" in line
+    assert "name its time column with --time-column" in line
+    code, out, err = run(
+        capsys, "--format", "jsonl", "changepoints", str(path), "--time-column", "when"
+    )
+    assert code == 0, err  # the advice, followed
+    assert [f.start.isoformat() for f in read_jsonl(out)] == ["1980-01-01T00:00:00+00:00"]

@@ -212,7 +212,7 @@ def test_series_are_independent_for_ordering() -> None:
 def test_in_memory_errors_name_the_row() -> None:
     frame = pd.DataFrame({"time": [0, 1], "entity": "a", "metric": "m", "value": [1.0, np.nan]})
     with pytest.raises(DataError, match=r"<frame>: column 'value': missing value .*\(row 1\)"):
-        normalise(frame, "metric")
+        normalise(frame, "metric", time_unit="s")  # seconds near 1970: said
 
 
 def test_empty_frame_with_the_right_columns_is_valid() -> None:
@@ -227,6 +227,7 @@ def test_constant_and_hostile_names_pass_through_unchanged() -> None:
     frame = normalise(
         pd.DataFrame({"time": [0, 60], "entity": hostile, "metric": "m", "value": [3.0, 3.0]}),
         "metric",
+        time_unit="s",
     )
     assert set(frame["entity"]) == {hostile}
 
@@ -286,13 +287,14 @@ def test_parquet_errors_name_the_row(tmp_path: Path) -> None:
         {"time": [0.0, 1.0], "entity": "a", "metric": "m", "value": [1.0, np.inf]}
     ).to_parquet(path)
     with pytest.raises(DataError, match=r"m\.parquet: column 'value': value out of range.*row 1"):
-        read_frame(path, "metric")
+        read_frame(path, "metric", time_unit="s")
 
 
 def test_normalised_frames_write_to_parquet_with_their_coverage(tmp_path: Path) -> None:
     frame = normalise(
         pd.DataFrame({"time": [0, 60, 120, 900], "entity": "a", "metric": "m", "value": 1.0}),
         "metric",
+        time_unit="s",
     )
     frame.to_parquet(tmp_path / "f.parquet")
     again = pd.read_parquet(tmp_path / "f.parquet")
@@ -467,3 +469,24 @@ def test_a_window_lasts_more_than_nothing_and_less_than_a_century(width: float) 
     )
     with pytest.raises(DataError, match=r"column 'window_s': a window must last more than 0 s"):
         normalise(frame, "workload")
+
+
+def test_numbers_in_the_years_1900_to_2099_are_calendar_years() -> None:
+    years = normalise(_metric([1950, 1951.0]), "metric")["time"]
+    assert list(years) == [pd.Timestamp("1950-01-01T00:00Z"), pd.Timestamp("1951-01-01T00:00Z")]
+    given = normalise(_metric(["2024"]), "metric", time_unit="year")  # text, as CSV cells are
+    assert list(given["time"]) == [pd.Timestamp("2024-01-01T00:00Z")]
+    with pytest.raises(DataError, match=r"column 'time': year '1899' is outside the years 1900"):
+        normalise(_metric(["2024", "1899"]), "metric", time_unit="year")
+    # an explicit unit is taken at its word: 1950 seconds after 1970
+    seconds = normalise(_metric([1950]), "metric", time_unit="s")["time"]
+    assert list(seconds) == [pd.Timestamp("1970-01-01T00:32:30Z")]
+
+
+def test_a_guessed_unit_that_puts_times_near_1970_is_refused() -> None:
+    with pytest.raises(DataError, match=r"column 'time': not a clock time: 5 as Unix seconds"):
+        normalise(_metric([1_700_000_000, 5]), "metric")  # a stray count among clock times
+    with pytest.raises(DataError, match=r"not a clock time: 3 as Unix milliseconds"):
+        normalise(_metric([1_700_000_000_000, 1_700_000_060_000, 3]), "metric")
+    # ten days and more after 1970 is a clock, however odd
+    assert len(normalise(_metric([864_000, 864_060]), "metric")) == 2

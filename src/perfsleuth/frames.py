@@ -5,9 +5,11 @@ that goes with process frames. :func:`normalise` turns any DataFrame that claims
 one that honours it:
 
 * times become timezone-aware UTC: naive times are taken in ``tz`` (UTC by default), numbers
-  as Unix times in ``time_unit`` (``"auto"``: seconds, milliseconds, microseconds or nanoseconds,
-  whichever the column's values are), kept to the microsecond (the store's resolution); times
-  outside the years 1900 to 2099 are refused;
+  as Unix times in ``time_unit`` or as calendar years (``"auto"``: years when every number is
+  in 1900..2099, else seconds, milliseconds, microseconds or nanoseconds, whichever the
+  column's values are), kept to the microsecond (the store's resolution); times outside the
+  years 1900 to 2099 are refused, and so are numbers whose guessed unit puts them within ten
+  days of 1970 (an index or a count, not a clock);
 * ``since`` / ``until`` keep the rows in ``[since, until)``, before anything else is checked;
 * numbers must parse, be finite and no larger than ±1e100 (squaring larger ones overflows;
   no measurement is that large); missing values (NaN, empty, a blank time) are an error unless
@@ -68,16 +70,27 @@ Locate = Callable[[int], int | str | None]
 """Maps a row position in the frame to where it is in the source file: its line number, or
 for a file without lines to speak of (JSON) the path to its value (or None)."""
 
-TimeUnit = Literal["auto", "s", "ms", "us", "ns"]
-"""Unit of numeric times (Unix epoch); ``"auto"`` picks it from the column's values."""
-TIME_UNITS: tuple[TimeUnit, ...] = ("auto", "s", "ms", "us", "ns")
+TimeUnit = Literal["auto", "s", "ms", "us", "ns", "year"]
+"""Unit of numeric times (Unix epoch, or calendar years: 1950 is 1950-01-01 00:00 UTC);
+``"auto"`` picks it from the column's values."""
+TIME_UNITS: tuple[TimeUnit, ...] = ("auto", "s", "ms", "us", "ns", "year")
 
 MAX_VALUE = 1e100
 """Largest magnitude a value may have: no measurement is larger, and squares of values much
 larger overflow (1e155² is infinite), which no statistic survives."""
 
 _NS_PER = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
-_UNIT_NAMES = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
+_UNIT_NAMES = {
+    "s": "seconds",
+    "ms": "milliseconds",
+    "us": "microseconds",
+    "ns": "nanoseconds",
+    "year": "years",
+}
+# A number that a guessed unit puts within this many seconds of 1970-01-01 (ten days) is an
+# index or a count, not a clock (a year column read as seconds: 1950 is 00:32:30 on 1 January
+# 1970): no recording starts then. A unit given explicitly is taken at its word.
+_EPOCH_NEAR_S = 10 * 86_400
 # Times are kept within 1900-01-01 .. 2100-01-01 UTC: a time outside is a unit mistake or a
 # corrupt field, and two times must be less than 292 years apart for their difference to fit
 # in nanoseconds (pandas' unit), or every step, gap and duration computed later overflows.
@@ -238,7 +251,7 @@ def time_zone(name: str) -> ZoneInfo:
 
 
 # Why a time could not be read (ParsedTimes.codes); 0 is a good time.
-_MISSING, _NOT_A_TIME, _OUT_OF_RANGE, _SKIPPED, _REPEATED = 1, 2, 3, 4, 5
+_MISSING, _NOT_A_TIME, _OUT_OF_RANGE, _SKIPPED, _REPEATED, _NEAR_EPOCH, _NOT_A_YEAR = range(1, 8)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -263,13 +276,23 @@ class ParsedTimes:
                 f"{_show(raw)} happens twice in {self.tz} (a daylight-saving change repeats it) "
                 "and the order of the rows does not say which; write times with their offset"
             )
-        if code == _OUT_OF_RANGE and self.unit and _is_number(raw):
-            guess = (
-                f"; the column's unit was taken to be {self.unit} from its values: give "
-                "time_unit (--time-unit) if it is not"
-                if self.guessed
-                else ""
+        guess = (
+            f"; the column's unit was taken to be {_UNIT_NAMES[self.unit]} from its values: "
+            "give time_unit (--time-unit) if it is not"
+            if self.guessed and self.unit
+            else ""
+        )
+        if code == _NEAR_EPOCH:
+            return (
+                f"not a clock time: {_show(raw)} as Unix {_UNIT_NAMES[self.unit]} is within "
+                "10 days of 1970-01-01 (an index or a count?); give time_unit (--time-unit): "
+                "year for calendar years, s (or ms, us, ns) to read it as a Unix time anyway"
             )
+        if code == _NOT_A_YEAR:
+            return f"not a whole year: {_show(raw)}{guess}"
+        if code == _OUT_OF_RANGE and self.unit == "year" and _is_number(raw):
+            return f"year {_show(raw)} is outside {_YEARS}{guess}"
+        if code == _OUT_OF_RANGE and self.unit and _is_number(raw):
             return (
                 f"not a Unix time in {_UNIT_NAMES[self.unit]}: {_show(raw)} "
                 f"(outside {_YEARS}{guess})"
@@ -288,14 +311,17 @@ def parse_times(values: pd.Series, *, time_unit: TimeUnit = "auto", tz: str = "U
         Datetimes (zone-aware or naive), numbers (Unix times), or text: ISO 8601 times and
         numbers, each value read as what it is.
     time_unit
-        Unit of numeric times: ``"s"``, ``"ms"``, ``"us"``, ``"ns"``, or ``"auto"``: the one
-        that puts the numbers' median in a plausible year (seconds below 1e11, milliseconds
-        below 1e14, microseconds below 1e17, else nanoseconds).
+        Unit of numeric times: ``"s"``, ``"ms"``, ``"us"``, ``"ns"``, ``"year"`` (whole
+        calendar years, each read as 1 January 00:00 UTC), or ``"auto"``: years when every
+        number is in 1900..2099 (as Unix seconds they would all fall on the first hour of
+        1970), else the unit that puts the numbers' median in a plausible year (seconds below
+        1e11, milliseconds below 1e14, microseconds below 1e17, else nanoseconds); numbers the
+        guessed unit puts within ten days of 1970-01-01 are refused (an index or a count).
     tz
         Time zone of times written without an offset (an IANA name).
     """
     zone = time_zone(tz)
-    if time_unit not in _NS_PER and time_unit != "auto":
+    if time_unit not in TIME_UNITS:
         raise ValueError(f"time_unit must be one of {', '.join(TIME_UNITS)}, got {time_unit!r}")
     values = values.reset_index(drop=True)
     codes = np.zeros(len(values), dtype=np.int8)
@@ -358,10 +384,17 @@ def _epoch(
     finite = np.isfinite(floats)
     guessed = time_unit == "auto"
     unit = _guess_unit(floats[finite]) if guessed else time_unit
+    if unit == "year":
+        return _years(floats, codes), unit, guessed
     per = _NS_PER[unit]
     with np.errstate(invalid="ignore"):
         good = finite & (floats >= _FIRST_NS / per) & (floats < _END_NS / per)
     codes[~good & ~np.isnan(floats)] = _OUT_OF_RANGE
+    if guessed:
+        with np.errstate(invalid="ignore"):
+            near = good & (np.abs(floats) < _EPOCH_NEAR_S * 10**9 / per)
+        codes[near] = _NEAR_EPOCH
+        good &= ~near
     ns = np.zeros(len(floats), dtype=np.int64)
     if exact:
         ns[good] = numbers.to_numpy(dtype="int64", na_value=0)[good] * per
@@ -373,9 +406,23 @@ def _epoch(
     return index.where(good), unit, guessed
 
 
+def _years(floats: np.ndarray, codes: np.ndarray) -> pd.DatetimeIndex:
+    """Whole calendar years as 1 January 00:00 UTC of each (NaT elsewhere, with its code)."""
+    with np.errstate(invalid="ignore"):
+        whole = np.isfinite(floats) & (floats == np.round(floats))
+        good = whole & (floats >= 1900) & (floats < 2100)
+    codes[~whole & ~np.isnan(floats)] = _NOT_A_YEAR
+    codes[whole & ~good] = _OUT_OF_RANGE
+    years = np.where(good, floats, 1970).astype(np.int64)
+    index = pd.DatetimeIndex((years - 1970).astype("datetime64[Y]")).tz_localize("UTC")
+    return index.where(good)
+
+
 def _guess_unit(values: np.ndarray) -> str:
     if not len(values):
         return "s"
+    if ((values >= 1900) & (values < 2100)).all():
+        return "year"
     middle = float(np.median(np.abs(values)))
     return "s" if middle < 1e11 else "ms" if middle < 1e14 else "us" if middle < 1e17 else "ns"
 

@@ -42,7 +42,7 @@ def changepoints_command(
         str | None,
         typer.Option(
             help="Wide file: its time column [default: time, else the one named timestamp, "
-            "ts, datetime or date]",
+            "ts, datetime, date or year]",
             show_default=False,
         ),
     ] = None,

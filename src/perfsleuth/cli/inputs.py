@@ -71,6 +71,7 @@ class TimeUnit(StrEnum):
     ms = "ms"
     us = "us"
     ns = "ns"
+    year = "year"
 
 
 MissingOption = Annotated[
@@ -101,7 +102,8 @@ DuplicatesOption = Annotated[
 TimeUnitOption = Annotated[
     TimeUnit | None,
     typer.Option(
-        help="Unit of numeric (Unix) times [default: auto, from their size]",
+        help="Unit of numeric times: Unix s, ms, us, ns, or calendar years "
+        "[default: auto, from their size]",
         rich_help_panel=_PANEL,
         show_default=False,
     ),

@@ -40,7 +40,7 @@ LineOf = Callable[[int], int | None]  # a row's line in a CSV file (a Locate tha
 _PANDAS_LINE = re.compile(r"line (\d+)")
 _PANDAS_OPEN_QUOTE = re.compile(r"EOF inside string starting at row (\d+)")
 _SNIFF = 1 << 16  # bytes of a CSV file looked at for binary data before parsing
-_TIME_NAMES = ("time", "timestamp", "ts", "datetime", "date")  # a wide file's time column
+_TIME_NAMES = ("time", "timestamp", "ts", "datetime", "date", "year")  # a wide file's time column
 _STDIN: list[tuple[object, bytes]] = []  # (stream, its bytes): standard input is read once
 
 
@@ -360,7 +360,7 @@ def read_metric(
     its suffix. Without ``values`` a file that lacks the contract's ``entity``, ``metric`` and
     ``value`` columns is read as wide when that is unambiguous: a time column and exactly one
     other column, a numeric one. ``time_column`` defaults to ``time``, else the one column
-    named ``timestamp``, ``ts``, ``datetime`` or ``date``; ``unit`` is the unit of a wide
+    named ``timestamp``, ``ts``, ``datetime``, ``date`` or ``year``; ``unit`` is the unit of a wide
     file's values. The other options are :func:`perfsleuth.frames.normalise`'s.
     """
     name = input_name(path)
@@ -377,9 +377,17 @@ def read_metric(
         found = _wide_columns(name, table, values, time_column)
     if found is None and explicit:
         raise DataError(
-            f"{name}: not a wide file: it needs a time column (time, timestamp, ts, datetime or "
-            f"date, or name it with time_column) and numeric value columns (columns present: "
-            f"{_list(table)})"
+            f"{name}: not a wide file: it needs a time column (time, timestamp, ts, datetime, "
+            f"date or year, or name it with time_column) and numeric value columns (columns "
+            f"present: {_list(table)})"
+        )
+    absent = [c for c in METRIC.required if c not in table.columns]
+    if found is None and absent:  # neither a metric frame nor a wide file we can recognise
+        raise DataError(
+            f"{name}: metric frame is missing column(s) {', '.join(map(repr, absent))} "
+            f"(columns present: {_list(table)}); to read it as a wide file, name its time "
+            "column with --time-column (time_column in a config) and its value columns with "
+            "-c/--column (values)"
         )
     if found is None:
         return normalise(

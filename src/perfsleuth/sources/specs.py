@@ -90,7 +90,8 @@ class _Times(_Strict):
 
     time_unit: TimeUnit = Field(
         default="auto",
-        description="unit of numeric (Unix) times: s, ms, us, ns, or auto (from their size)",
+        description="unit of numeric times: s, ms, us, ns (Unix), year (calendar years), or auto "
+        "(from their size)",
     )
     tz: ZoneName = Field(default="UTC", description="time zone of times written without one")
 
