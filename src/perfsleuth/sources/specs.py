@@ -144,7 +144,7 @@ class FileSource(_Repairs, _Times, _Span):
     time_column: str | None = Field(
         default=None,
         description="metric, wide file: its time column (default: time, else the one column "
-        "named timestamp, ts, datetime or date)",
+        "named timestamp, ts, datetime, date or year)",
     )
     entity: str | None = Field(
         default=None, description="metric, wide file: entity of its series (default: file name)"
