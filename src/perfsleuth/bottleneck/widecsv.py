@@ -2,7 +2,7 @@
 names them) mapped onto a model's counters: ``perfsleuth bottleneck infer FILE --map
 usr=cpu.user --map util=disk.busy`` or ``--map columns.toml``::
 
-    time_column = "ts"          # optional: time, else timestamp, ts, datetime or date
+    time_column = "ts"          # optional: time, else timestamp, ts, datetime, date or year
     entity = "web-1"            # optional: the file's name
     [columns]
     usr = "cpu.user"
