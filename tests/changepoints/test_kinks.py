@@ -97,7 +97,7 @@ def test_the_table_script_computes_the_kernels_statistic() -> None:
         scan = kinks.best_kink(row, kinks.MIN_SIDE)
         assert scan is not None
         beta = scan.numerator / scan.denominator
-        variance, _ = kinks._long_run(scan.residual - beta * scan.hinge)
+        variance, _ = kinks.long_run(scan.residual - beta * scan.hinge)
         assert scan.numerator**2 / scan.denominator / variance == pytest.approx(z2, rel=1e-9)
 
 

@@ -138,27 +138,31 @@ def best_kink(y: FloatArray, side: int) -> _Scan | None:
     return _Scan(j, float(numerator[j]), float(denominator[j]), hinge, residual)
 
 
-def _row(length: int) -> FloatArray:
+Table = tuple[tuple[float, ...], ...]  # critical z², rows TABLE_N, columns TABLE_P
+
+
+def _row(length: int, table: Table) -> FloatArray:
     """log z² at each of :data:`TABLE_P` for ``length``: linear in log n between the grid's
     lengths, the end rows beyond them."""
-    logs = np.log(np.asarray(TABLE_Z2))
+    logs = np.log(np.asarray(table))
     ln = min(max(math.log(length), math.log(TABLE_N[0])), math.log(TABLE_N[-1]))
     return np.array([np.interp(ln, np.log(TABLE_N), logs[:, j]) for j in range(len(TABLE_P))])
 
 
-def critical_z2(length: int, alpha: float) -> float:
-    """The bar of :data:`TABLE_Z2` at ``length`` and tail probability ``alpha``: log z²
-    linear in log p, extended along its first two columns below the smallest p."""
-    row, lp, x = _row(length), np.log(TABLE_P), math.log(alpha)
+def critical_z2(length: int, alpha: float, table: Table = TABLE_Z2) -> float:
+    """The bar of ``table`` (the kinks' :data:`TABLE_Z2`) at ``length`` and tail probability
+    ``alpha``: log z² linear in log p, extended along its first two columns below the
+    smallest p."""
+    row, lp, x = _row(length, table), np.log(TABLE_P), math.log(alpha)
     if x < lp[0]:
         slope = (row[1] - row[0]) / (lp[1] - lp[0])
         return float(math.exp(row[0] + slope * (x - lp[0])))
     return float(math.exp(np.interp(x, lp, row)))
 
 
-def tail_probability(length: int, z2: float) -> float:
+def tail_probability(length: int, z2: float, table: Table = TABLE_Z2) -> float:
     """The inverse of :func:`critical_z2` (at most the table's largest p, .1)."""
-    row, lp = _row(length), np.log(TABLE_P)
+    row, lp = _row(length, table), np.log(TABLE_P)
     y = math.log(max(z2, np.finfo(float).tiny))
     if y > row[0]:
         slope = (row[1] - row[0]) / (lp[1] - lp[0])
@@ -166,7 +170,7 @@ def tail_probability(length: int, z2: float) -> float:
     return float(math.exp(np.interp(y, row[::-1], lp[::-1])))
 
 
-def _long_run(residual: FloatArray) -> tuple[float, float]:
+def long_run(residual: FloatArray) -> tuple[float, float]:
     """(long-run variance, φ) of AR(1) noise with these residuals (3 parameters fitted)."""
     rr = float(residual @ residual)
     if rr <= 0.0:
@@ -177,6 +181,25 @@ def _long_run(residual: FloatArray) -> tuple[float, float]:
 
 
 Cost = Callable[[int, int, float], float]  # (segment length, shorter side, ν) → bar on z²
+
+
+def pays_without_a_spike(
+    numerator: float,
+    denominator: float,
+    regressor: FloatArray,
+    residual: FloatArray,
+    part: slice,
+    variance: float,
+    bar: float,
+) -> bool:
+    """Whether a change (``regressor`` less its projection on the line; z² = numerator² /
+    denominator / variance) still reaches ``bar`` without the reading of its shorter side
+    ``part`` that supports it most: a change resting on one reading is a spike."""
+    terms = regressor[part] * residual[part] * math.copysign(1.0, numerator)
+    i = int(np.argmax(terms)) + (part.start or 0)
+    without = numerator - regressor[i] * residual[i]
+    rest = denominator - regressor[i] ** 2
+    return bool(rest > 0.0 and without**2 / rest / variance >= bar)
 
 
 def judge(
@@ -196,7 +219,7 @@ def judge(
         return None
     beta = scan.numerator / scan.denominator
     resid = scan.residual - beta * scan.hinge
-    variance, phi = _long_run(resid)
+    variance, phi = long_run(resid)
     if variance <= 0.0:
         return None
     z2 = scan.numerator**2 / scan.denominator / variance
@@ -219,13 +242,9 @@ def judge(
     bar = cost(n, shorter, independent)
     if z2 < bar:
         return None
-    # not a spike: without the reading of the shorter side that supports the kink most
     part = slice(0, scan.k + 1) if scan.k <= n - 1 - scan.k else slice(scan.k, n)
-    terms = scan.hinge[part] * scan.residual[part] * math.copysign(1.0, scan.numerator)
-    i = int(np.argmax(terms)) + (part.start or 0)
-    without = scan.numerator - scan.hinge[i] * scan.residual[i]
-    rest = scan.denominator - scan.hinge[i] ** 2
-    if rest <= 0.0 or without**2 / rest / variance < bar:
+    if not pays_without_a_spike(scan.numerator, scan.denominator, scan.hinge, scan.residual,
+                                part, variance, bar):  # fmt: skip
         return None
     t = np.arange(n, dtype=np.float64)
     slope_before = float(np.polyfit(t[: scan.k + 1], fitted[: scan.k + 1], 1)[0])

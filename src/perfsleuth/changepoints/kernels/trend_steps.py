@@ -111,11 +111,9 @@ def _scan(y: FloatArray, side: int) -> _Scan | None:
     s = (t >= k).astype(np.float64)
     s -= s.mean() + float(tc @ s) / stt * tc
     resid = residual - numerator[k] / denominator[k] * s
-    rr = float(resid @ resid)
-    if rr <= 0.0:
+    variance, phi = kinks.long_run(resid)
+    if variance <= 0.0:
         return None
-    phi = min(max(float(resid[1:] @ resid[:-1]) / rr, 0.0), 0.99)
-    variance = rr / max(n - 3, 1) * (1 + phi) / (1 - phi)
     return _Scan(k, float(numerator[k]), float(denominator[k]), s, residual, variance, phi)
 
 
@@ -125,32 +123,14 @@ def step_z2(y: FloatArray, side: int) -> tuple[int, float] | None:
     return None if scan is None else (scan.k, scan.z2)
 
 
-def _row(length: int) -> FloatArray:
-    logs = np.log(np.asarray(TABLE_Z2))
-    ln = min(max(math.log(length), math.log(kinks.TABLE_N[0])), math.log(kinks.TABLE_N[-1]))
-    return np.array(
-        [np.interp(ln, np.log(kinks.TABLE_N), logs[:, j]) for j in range(logs.shape[1])]
-    )
-
-
 def critical_z2(length: int, alpha: float) -> float:
-    """The bar of :data:`TABLE_Z2` at ``length`` and tail probability ``alpha`` (log z² linear
-    in log p, extended along its first two columns below the smallest p)."""
-    row, lp, x = _row(length), np.log(kinks.TABLE_P), math.log(alpha)
-    if x < lp[0]:
-        slope = (row[1] - row[0]) / (lp[1] - lp[0])
-        return float(math.exp(row[0] + slope * (x - lp[0])))
-    return float(math.exp(np.interp(x, lp, row)))
+    """The bar of :data:`TABLE_Z2` at ``length`` and tail probability ``alpha``."""
+    return kinks.critical_z2(length, alpha, TABLE_Z2)
 
 
 def tail_probability(length: int, z2: float) -> float:
     """The inverse of :func:`critical_z2` (at most the table's largest p, .1)."""
-    row, lp = _row(length), np.log(kinks.TABLE_P)
-    y = math.log(max(z2, np.finfo(float).tiny))
-    if y > row[0]:
-        slope = (row[1] - row[0]) / (lp[1] - lp[0])
-        return float(math.exp(lp[0] + (y - row[0]) / slope))
-    return float(math.exp(np.interp(y, row[::-1], lp[::-1])))
+    return kinks.tail_probability(length, z2, TABLE_Z2)
 
 
 def best_step(
@@ -193,10 +173,8 @@ def best_step(
         shorter = min(scan.k, n - scan.k)
         price = cost(n, shorter, n * (1 - scan.phi) / (1 + scan.phi))
         part = slice(0, scan.k) if scan.k <= n - scan.k else slice(scan.k, n)
-        terms = scan.step[part] * scan.residual[part] * math.copysign(1.0, scan.numerator)
-        i = int(np.argmax(terms)) + (part.start or 0)
-        without = scan.numerator - scan.step[i] * scan.residual[i]
-        rest = scan.denominator - scan.step[i] ** 2
-        if z2 < price or rest <= 0.0 or without**2 / rest / scan.variance < price:
+        if z2 < price or not kinks.pays_without_a_spike(
+            scan.numerator, scan.denominator, scan.step, scan.residual, part, scan.variance, price
+        ):
             return None
     return Step(scan.k, z2, bar, tail_probability(n, z2))
