@@ -61,11 +61,17 @@ def kink_z2(y: np.ndarray, side: int) -> np.ndarray:
     beta = num[rows, j] / den[j]
     h = np.maximum(t[None, :] - j[:, None], 0.0)
     hc = h - h.mean(axis=1, keepdims=True) - np.outer(h @ tc / stt, tc)
-    r = resid - beta[:, None] * hc
+    return _long_run_z2(resid - beta[:, None] * hc, num[rows, j] ** 2 / den[j])
+
+
+def _long_run_z2(r: np.ndarray, explained: np.ndarray) -> np.ndarray:
+    """Each row's explained sum of squares over the AR(1) long-run variance of its residuals
+    ``r`` (``kinks.long_run``, vectorised)."""
+    n = r.shape[1]
     rr = np.einsum("ij,ij->i", r, r)
     phi = np.clip(np.einsum("ij,ij->i", r[:, 1:], r[:, :-1]) / np.where(rr > 0, rr, 1), 0, 0.99)
-    variance = rr / (n - 3) * (1 + phi) / (1 - phi)
-    return num[rows, j] ** 2 / den[j] / variance
+    variance: np.ndarray = rr / (n - 3) * (1 + phi) / (1 - phi)
+    return explained / variance
 
 
 def step_z2(y: np.ndarray, side: int) -> np.ndarray:
@@ -85,11 +91,7 @@ def step_z2(y: np.ndarray, side: int) -> np.ndarray:
     beta = num[rows, k] / den[k]
     s = (t[None, :] >= k[:, None]).astype(np.float64)
     sc = s - s.mean(axis=1, keepdims=True) - np.outer(s @ tc / stt, tc)
-    r = resid - beta[:, None] * sc
-    rr = np.einsum("ij,ij->i", r, r)
-    phi = np.clip(np.einsum("ij,ij->i", r[:, 1:], r[:, :-1]) / np.where(rr > 0, rr, 1), 0, 0.99)
-    variance = rr / (n - 3) * (1 + phi) / (1 - phi)
-    return num[rows, k] ** 2 / den[k] / variance
+    return _long_run_z2(resid - beta[:, None] * sc, num[rows, k] ** 2 / den[k])
 
 
 def ar1(rng: np.random.Generator, reps: int, n: int, phi: float) -> np.ndarray:
