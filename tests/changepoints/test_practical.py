@@ -20,6 +20,29 @@ def test_the_papers_worked_example_with_the_defaults() -> None:
     assert find_change_points([95, 105, 510, 490]).indices == (2,)
 
 
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([1, 1, 1, 5, 5, 5], (3,)),
+        ([1, 1, 5, 5, 5], (2,)),
+        ([3, 3, 3, 3, 4, 4, 4], (4,)),
+        ([0, 0, 0, 1, 1, 1, 2, 2, 2], (3, 6)),
+        ([10, 10, 10, 12, 12, 12, 10, 10, 10], (3, 6)),
+    ],
+)
+def test_noise_free_steps_are_found(values: list[int], expected: tuple[int, ...]) -> None:
+    # flat runs of at least min_size (a quarter of these series) between the moves: no noise
+    # to measure, so the moves are not their own yardstick (each of these had no point)
+    assert find_change_points(values).indices == expected
+
+
+def test_rare_event_counts_are_not_a_staircase() -> None:
+    # flat runs of one reading between moves are noise, not steps
+    counts = [0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 3, 0, 0, 0, 0]
+    assert not search._staircase(np.asarray(counts, float), 5)
+    assert find_change_points(counts).indices == ()
+
+
 def test_a_bump_is_found_although_the_first_split_is_weak() -> None:
     # up then back down: the best split of the whole series is weak, and the paper's
     # recursion never looks inside; seeded intervals do

@@ -1994,7 +1994,7 @@ class _Practical:
         for _ in range(_NOISE_ROUNDS):
             resid = sym - _segment_means(sym, points)
             top = 1 if short_range else None
-            noise = [_long_run_scale(resid[:, j], floors[j], top) for j in range(self.dims)]
+            noise = [_long_run_scale(resid[:, j], floors[j], top, m) for j in range(self.dims)]
             short_range = False
             # the most persistence the noise shows the test (see ``tested``): its φ at short
             # range with two standard errors, on the symmetrised scale or the series' own (as
@@ -2379,15 +2379,31 @@ def _testable(min_size: int) -> int:
 
 
 def _long_run_scale(
-    x: FloatArray, floor: float, max_block: int | None
+    x: FloatArray, floor: float, max_block: int | None, min_size: int
 ) -> tuple[float, float, float]:
     """(φ, long-run σ, the φ that σ implies) of one column's noise (blocks up to
     ``max_block``; 1: the AR(1) scale alone): the standard deviation for a mostly flat series,
-    ``floor`` (tiny) for residuals that are exactly 0 — noise-free data, whose shifts are
-    infinitely significant (a constant column stays 0 anyway). (A σ of 0 means flat
+    ``floor`` (tiny) for noise-free data, whose shifts are infinitely significant: residuals
+    that are exactly 0, or flat runs of at least ``min_size`` readings between moves (a
+    staircase; a constant column stays 0 anyway). Measured on the moves, such steps were
+    their own noise: ``[1, 1, 1, 5, 5, 5]`` had no change point. (A σ of 0 means flat
     differences, which imply no φ whatever σ replaces it.)"""
+    if _staircase(x, min_size):
+        return 0.0, floor, 0.0
     phi, scale, implied = robust_mod.long_run_noise(x, max_block=max_block)
     if scale > 0:
         return phi, scale, implied
     spread = float(np.std(x))
     return phi, spread if spread > floor else floor, implied
+
+
+def _staircase(x: FloatArray, min_size: int) -> bool:
+    """Whether ``x`` moves at least once and stays flat for at least ``min_size`` readings
+    before, between and after its moves (flat runs shorter than a segment may be, such as
+    rare-event counts 0, 0, 1, 0, are noise)."""
+    d = np.diff(x)
+    moves = np.count_nonzero(d)
+    if moves == 0 or (moves + 1) * min_size > x.size:
+        return False
+    runs = np.diff(np.concatenate(([-1], np.flatnonzero(d), [x.size - 1])))
+    return bool(runs.min() >= min_size)
