@@ -178,6 +178,19 @@ def test_long_run_scale_counts_phi_only_where_the_differences_show_it() -> None:
     assert long_run_scale(weak)[0] == pytest.approx(difference_phi(weak))
 
 
+@pytest.mark.parametrize("rate", [0.01, 0.02, 0.05])
+def test_long_run_scale_of_rare_events_is_the_events(rate: float) -> None:
+    # counts of rare events: most differences are 0 (their MAD is 0) and the events are the
+    # noise, σ of the differences √(2 λ) for Poisson counts. (Capped at 3 σ from a start the
+    # zeros pulled down, σ halved each round: .003 of an event at λ = .02.) An outsized move
+    # (a shift of 50 events) is capped at three typical moves.
+    x = np.random.default_rng(5).poisson(rate, 4000).astype(float)
+    scale = long_run_scale(x, max_block=1)[1]
+    assert scale == pytest.approx(math.sqrt(rate), rel=0.15)
+    x[2000:] += 50.0
+    assert long_run_scale(x, max_block=1)[1] == pytest.approx(scale, rel=0.1)
+
+
 def test_remove_cycle_keeps_a_level_shift() -> None:
     x = square(40) + noise(7) + np.where(T < 350, 0.0, 2.0)
     flat, profile = remove_cycle(x, 40)
