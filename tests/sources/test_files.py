@@ -110,6 +110,40 @@ def test_a_long_file_missing_a_column_is_not_taken_for_wide(
 # -- standard input -----------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("timestamp;value\n2024-01-01 00:00;10,5\n2024-01-01 00:05;-0,25\n", [10.5, -0.25]),
+        ("timestamp\tvalue\n2024-01-01 00:00\t10.5\n2024-01-01 00:05\t7\n", [10.5, 7.0]),
+        ('"timestamp";"value"\n"2024-01-01 00:00";"3,0"\n"2024-01-01 00:05";"4"\n', [3.0, 4.0]),
+    ],
+)
+def test_semicolon_and_tab_separated_files_are_read(
+    write_csv: Callable[[str, str], Path], text: str, values: list[float]
+) -> None:
+    # the separator is the header's (a comma, else a tab, else a semicolon); a semicolon file's
+    # numbers may have a decimal comma, as the spreadsheets of such locales write them
+    frame = read_metric(write_csv("series.csv", text))
+    assert frame["value"].tolist() == values
+
+
+def test_errors_in_a_semicolon_file_name_their_line(
+    write_csv: Callable[[str, str], Path],
+) -> None:
+    rows = [f"2024-01-01 00:{m:02d};{m},5" for m in range(0, 30, 5)]
+    bad = rows[:]
+    bad[3] = "2024-01-01 00:15;fast"
+    with pytest.raises(DataError, match=r"bad\.csv:5: column 'value': not a number: 'fast'"):
+        read_metric(write_csv("bad.csv", "time;value\n" + "\n".join(bad) + "\n"))
+    short = rows[:]
+    short[4] = "2024-01-01 00:20"
+    with pytest.raises(DataError, match=r"short\.csv:6: malformed row: expected 2 fields, saw 1"):
+        read_metric(write_csv("short.csv", "time;value\n" + "\n".join(short) + "\n"))
+    # a comma that is not a decimal comma stays text, refused as a number
+    with pytest.raises(DataError, match=r"t\.csv:2: column 'value': not a number: '1,000,5'"):
+        read_metric(write_csv("t.csv", "time;value\n2024-01-01 00:00;1,000,5\n"), values=["value"])
+
+
 def test_csv_from_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
     stdin(monkeypatch, EXCHANGE.read_bytes())
     frame = read_frame("-", "metric", duplicates="first")

@@ -40,6 +40,12 @@ LineOf = Callable[[int], int | None]  # a row's line in a CSV file (a Locate tha
 _PANDAS_LINE = re.compile(r"line (\d+)")
 _PANDAS_OPEN_QUOTE = re.compile(r"EOF inside string starting at row (\d+)")
 _SNIFF = 1 << 16  # bytes of a CSV file looked at for binary data before parsing
+# Field separators, in the order the header line is searched for them: a header with a comma is
+# comma-separated; else a tab (TSV) or a semicolon (the CSV of locales whose decimal mark is a
+# comma) separates its fields.
+_DELIMITERS = (",", "\t", ";")
+# A number written with a decimal comma (in a semicolon-separated file): "10,5", "-0,25".
+_DECIMAL_COMMA = re.compile(r"^\s*[+-]?\d+,\d+\s*$")
 _TIME_NAMES = ("time", "timestamp", "ts", "datetime", "date", "year")  # a wide file's time column
 _STDIN: list[tuple[object, bytes]] = []  # (stream, its bytes): standard input is read once
 
@@ -130,13 +136,15 @@ def _read_csv(name: str, content: bytes | Path) -> tuple[pd.DataFrame, LineOf]:
     if size == 0:
         raise DataError(empty)
     _refuse_binary(name, content)
-    records = CsvRecords(content)
+    delimiter = _delimiter(content)
+    records = CsvRecords(content, delimiter)
     try:
         # header=None: the header line sets the field count, so pandas reports every longer
         # row with its line (with a header it would silently turn one extra field into an index).
         raw = pd.read_csv(
             io.BytesIO(content) if isinstance(content, bytes) else content,
             header=None,
+            sep=delimiter,
             dtype=str,
             keep_default_na=False,
             skip_blank_lines=False,
@@ -182,11 +190,32 @@ def _read_csv(name: str, content: bytes | Path) -> tuple[pd.DataFrame, LineOf]:
             )
     kept = np.flatnonzero(~blank)
     table = table.iloc[kept].reset_index(drop=True)
+    if delimiter == ";":  # its numbers may have a decimal comma
+        table = table.apply(_decimal_point)
 
     def locate(pos: int) -> int | None:
         return records.record(int(kept[pos]) + 1)[0] if 0 <= pos < len(kept) else None
 
     return table, locate
+
+
+def _delimiter(content: bytes | Path) -> str:
+    """The field separator of a CSV file, from its header line (:data:`_DELIMITERS`)."""
+    if isinstance(content, bytes):
+        header = content[:_SNIFF].decode("utf-8", errors="replace").splitlines()[:1]
+    else:
+        with _open_text(content) as handle:
+            header = [handle.readline()]
+    line = header[0] if header else ""
+    return next((d for d in _DELIMITERS if d in line), ",")
+
+
+def _decimal_point(column: pd.Series) -> pd.Series:
+    """``column`` (text) with each number written with a decimal comma rewritten with a point."""
+    comma = column.str.match(_DECIMAL_COMMA).fillna(False).to_numpy(bool)
+    if not comma.any():
+        return column
+    return column.where(~comma, column.str.replace(",", ".", regex=False))
 
 
 def _refuse_binary(name: str, content: bytes | Path) -> None:
@@ -243,15 +272,17 @@ class CsvRecords:
     CSV) is counted in numpy, one record per line, instead of by the csv module.
     """
 
-    def __init__(self, content: Path | bytes) -> None:
+    def __init__(self, content: Path | bytes, delimiter: str = ",") -> None:
         self.content = content
+        self.delimiter = delimiter
         self._lines: np.ndarray | None = None
         self._fields: np.ndarray | None = None
 
     def record(self, number: int) -> tuple[int, int]:
         """``(first line, field count)`` of record ``number`` (0 = header)."""
         if self._lines is None or self._fields is None:
-            self._lines, self._fields = _plain_records(self.content) or self._parsed()
+            plain = _plain_records(self.content, self.delimiter)
+            self._lines, self._fields = plain or self._parsed()
         return int(self._lines[number]), int(self._fields[number])
 
     def _parsed(self) -> tuple[np.ndarray, np.ndarray]:
@@ -261,7 +292,7 @@ class CsvRecords:
         else:
             handle = _open_text(self.content)
         with handle:
-            reader = csv.reader(handle)
+            reader = csv.reader(handle, delimiter=self.delimiter)
             lines, fields, start = [], [], 1
             for record in reader:
                 lines.append(start)
@@ -270,10 +301,12 @@ class CsvRecords:
         return np.array(lines, dtype=np.int64), np.array(fields, dtype=np.int64)
 
 
-def _plain_records(content: Path | bytes) -> tuple[np.ndarray, np.ndarray] | None:
+def _plain_records(
+    content: Path | bytes, delimiter: str = ","
+) -> tuple[np.ndarray, np.ndarray] | None:
     """First line and field count of each record of a CSV without quotes, carriage returns or
     NUL bytes (None for any other, or a compressed file): each line is a record with one field
-    more than its commas, a blank line none, as the csv module reads it."""
+    more than its ``delimiter`` s, a blank line none, as the csv module reads it."""
     if isinstance(content, bytes):
         raw = content
     else:
@@ -288,8 +321,8 @@ def _plain_records(content: Path | bytes) -> tuple[np.ndarray, np.ndarray] | Non
     if len(data) and data[-1] != ord("\n"):
         ends = np.append(ends, len(data))  # the last line has no newline
     starts = np.concatenate(([0], ends[:-1] + 1))[: len(ends)]
-    commas = np.flatnonzero(data == ord(","))
-    fields = np.searchsorted(commas, ends) - np.searchsorted(commas, starts) + 1
+    separators = np.flatnonzero(data == ord(delimiter))
+    fields = np.searchsorted(separators, ends) - np.searchsorted(separators, starts) + 1
     fields[starts == ends] = 0  # a blank line is a record of no fields
     return np.arange(1, len(ends) + 1, dtype=np.int64), fields.astype(np.int64)
 
