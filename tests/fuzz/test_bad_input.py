@@ -95,22 +95,31 @@ def test_a_folder_is_not_a_missing_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("content", "line"),
+    ("content", "line", "what"),
     [
-        (bytes(np.random.default_rng(3).integers(0, 256, 4096, dtype=np.uint8)), 1),
-        (_metric_csv().encode() + b"x\0y\n", 122),
-        (_metric_csv().encode() + b"\xff\xfe,1\n", 122),
+        (
+            bytes(np.random.default_rng(3).integers(0, 256, 4096, dtype=np.uint8)),
+            1,
+            "binary data, not CSV text",
+        ),
+        (_metric_csv().encode() + b"x\0y\n", 122, "binary data, not CSV text"),
+        (
+            _metric_csv().encode() + b"\xff\xfe,1\n",
+            122,
+            "not UTF-8 text (byte 5762 is 0xff): a Latin-1 or Windows-1252 file? Save it as UTF-8",
+        ),
     ],
     ids=["random bytes", "a NUL byte", "not UTF-8"],
 )
 def test_binary_data_is_named_as_such(
-    tmp_path: Path, store: tuple[Path, set[str]], content: bytes, line: int
+    tmp_path: Path, store: tuple[Path, set[str]], content: bytes, line: int, what: str
 ) -> None:
-    # before: "malformed row: Expected 1 fields in line 3, saw 2" for random bytes
+    # before: "malformed row: Expected 1 fields in line 3, saw 2" for random bytes; text in a
+    # single-byte encoding (no control bytes) is told from binary data, with the fix
     path = tmp_path / "bin.csv"
     path.write_bytes(content)
     message = _error(run_cli(["changepoints", str(path), "--store", str(store[0])]))
-    assert f"bin.csv:{line}: binary data, not CSV text" in message
+    assert f"bin.csv:{line}: {what}" in message
     _still_holds(store)
 
 

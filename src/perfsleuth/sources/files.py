@@ -45,6 +45,8 @@ _SNIFF = 1 << 16  # bytes of a CSV file looked at for binary data before parsing
 # comma) separates its fields.
 _DELIMITERS = (",", "\t", ";")
 # A number written with a decimal comma (in a semicolon-separated file): "10,5", "-0,25".
+# Bytes no text file has (controls other than tab, line feed and carriage return): binary data.
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _DECIMAL_COMMA = re.compile(r"^\s*[+-]?\d+,\d+\s*$")
 _TIME_NAMES = ("time", "timestamp", "ts", "datetime", "date", "year")  # a wide file's time column
 _STDIN: list[tuple[object, bytes]] = []  # (stream, its bytes): standard input is read once
@@ -236,6 +238,11 @@ def _refuse_binary(name: str, content: bytes | Path) -> None:
     if bad >= 0:
         line = head[:bad].count(b"\n") + 1
         message = f"binary data, not CSV text (at byte {bad})"
+        if not _CONTROL.search(head):  # text, in a single-byte encoding
+            message = (
+                f"not UTF-8 text (byte {bad} is 0x{head[bad]:02x}): a Latin-1 or Windows-1252 "
+                "file? Save it as UTF-8"
+            )
         raise DataError(located(message, source=name, line=line))
 
 
