@@ -137,7 +137,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from perfsleuth.blas import one_blas_thread
-from perfsleuth.changepoints.kernels import fpa, kinks, seeded, trend_steps
+from perfsleuth.changepoints.kernels import fpa, grid, kinks, seeded, trend_steps
 from perfsleuth.errors import DataError, NotEnoughDataError
 from perfsleuth.stats import robust as robust_mod
 
@@ -922,6 +922,8 @@ def find_change_points(
     # Values near the float range overflow when squared: search a copy scaled by a power of two
     # (exact), report levels in the series' own units.
     x, unit = _rescaled(raw)
+    # the σ of each column's rounding to the grid it was recorded on (0: real-valued)
+    rounding = grid.rounding_sigma(x)
     started = time.perf_counter()
     log = _LOG.info if n >= _LOG_PROGRESS_LENGTH else _LOG.debug
     log("change points: searching %d observations × %d column(s)", n, dims)
@@ -930,11 +932,17 @@ def find_change_points(
         practical = _Practical(
             test, float(alpha), size, alpha_spending, max_depth, n, dims,
             float(min_effect), float(min_relative_change), float(penalty), log,
+            resolution=rounding,
         )  # fmt: skip
         model = _describe(x, practical)
         if _may_grow(x, model, practical.min_effect):
             # a positive series that grows may grow by a rate, not an amount (step 6)
-            logged = _describe(np.log(x), dataclasses.replace(practical, log_levels=True))
+            logged = _describe(
+                np.log(x),
+                dataclasses.replace(
+                    practical, log_levels=True, resolution=_log_rounding(x, rounding)
+                ),
+            )
             # a rate of growth needs a growth: a log description with no trend only changes
             # the noise's scale (M/M/1 response times, N = 100, ρ = .8: 23 → 33 of 400 false)
             if logged.slope.any() and _better_on_log_scale(x, model, logged):
@@ -1035,6 +1043,7 @@ class _Description:
     accepted: list[ChangePoint]
     rejected: list[ChangePoint]
     bends: list[kinks.Kink]
+    resolution: FloatArray  # per column, the rounding σ of the values on this scale (``grid``)
 
     def level(self) -> FloatArray:
         return self.adjusted - np.outer(_ramp(self.adjusted.shape[0]), self.slope)
@@ -1075,7 +1084,9 @@ def _paper_description(x: FloatArray, search: _Search) -> _Description:
     scale = _noise_scale(x) if dims > 1 and n > 1 else np.ones(dims)
     accepted, rejected = search.run(x / scale)
     zero = np.zeros_like(x)
-    return _Description("linear", x, (), zero, np.zeros(dims), accepted, rejected, [])
+    return _Description(
+        "linear", x, (), zero, np.zeros(dims), accepted, rejected, [], np.zeros(dims)
+    )
 
 
 def _describe(x: FloatArray, search: _Practical) -> _Description:
@@ -1134,14 +1145,14 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
             # n, persistent noise cut a line into a step (`benchmarks/changepoints_trend_size.py`)
             described = [_trend_fit(adjusted, fit[0], fit[1]) for fit in fits]
             nu = max(_fit_independent(resid) for resid, _ in described)
-            scores = [_bic(resid, params, nu) for resid, params in described]
+            scores = [_bic(resid, params, nu, search.grain()) for resid, params in described]
             slope, accepted, rejected = fits[int(np.argmin(scores))]
         if slope.any() and _negligible(adjusted, slope, accepted, search.min_effect):
             # a rise over the whole series below the effect floor does not matter, and it
             # would swallow a small shift (one dropped for its size would look like a ramp)
             slope, accepted, rejected = flat
         if slope.any() or trending:
-            slope, accepted, pruned = _prune_with_trend(adjusted, slope, accepted)
+            slope, accepted, pruned = _prune_with_trend(adjusted, slope, accepted, search.grain())
             rejected = [*rejected, *pruned]
     bends: list[kinks.Kink] = []
     if dims == 1 and slope.any() and n >= _TREND_MIN_LENGTH:
@@ -1156,9 +1167,13 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
             cost=functools.partial(_cost, search.penalty),
             log_levels=search.log_levels,
         )
-        accepted, bends, replaced = _with_kinks(adjusted[:, 0], slope[0], accepted, judged)
+        accepted, bends, replaced = _with_kinks(
+            adjusted[:, 0], slope[0], accepted, judged, search.grain()
+        )
         rejected = [*rejected, *replaced]
-    return _Description(scale, adjusted, periods, cycle, slope, accepted, rejected, bends)
+    return _Description(
+        scale, adjusted, periods, cycle, slope, accepted, rejected, bends, search.grain()
+    )
 
 
 def _hidden_steps(y: FloatArray, accepted: list[ChangePoint], search: _Practical) -> list[int]:
@@ -1239,7 +1254,10 @@ def _better_on_log_scale(x: FloatArray, linear: _Description, logged: _Descripti
     own, logs = x - linear.fitted(), np.log(x) - logged.fitted()
     nu = max(_fit_independent(own), _fit_independent(logs))
     jacobian = 2.0 * nu / n * float(np.log(x).sum())
-    return bool(_bic(logs, logged.parameters(), nu) + jacobian < _bic(own, linear.parameters(), nu))
+    return bool(
+        _bic(logs, logged.parameters(), nu, logged.resolution) + jacobian
+        < _bic(own, linear.parameters(), nu, linear.resolution)
+    )
 
 
 def _negligible(
@@ -1259,6 +1277,7 @@ def _with_kinks(
     slope: float,
     accepted: list[ChangePoint],
     judged: Callable[[list[int]], list[kinks.Kink]],
+    resolution: FloatArray,
 ) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
     """Changes of growth rate on a trending one-column series: (level points, kinks, level
     points dropped).
@@ -1286,8 +1305,10 @@ def _with_kinks(
     level_resid, broken_resid = (y - stepped)[:, None], (y - broken)[:, None]
     # judged at the noise's effective count, as the trend's two starts are
     nu = max(_fit_independent(level_resid), _fit_independent(broken_resid))
-    level_fit = _bic(level_resid, 2 * len(accepted) + 2 + 2 * len(inside) + len(held), nu)
-    if _bic(broken_resid, 2 * len(alone) + 2, nu) < level_fit:
+    level_fit = _bic(
+        level_resid, 2 * len(accepted) + 2 + 2 * len(inside) + len(held), nu, resolution
+    )
+    if _bic(broken_resid, 2 * len(alone) + 2, nu, resolution) < level_fit:
         return [], alone, list(accepted)
     return accepted, inside, []
 
@@ -1338,6 +1359,12 @@ def _with_slope_points(
     ]
     merged = tuple(sorted([*points, *slopes], key=lambda p: p.index))
     return merged, segments, bounds
+
+
+def _log_rounding(x: FloatArray, rounding: FloatArray) -> FloatArray:
+    """The rounding σ of log ``x`` (positive, n × k), per column: the rounding σ of ``x``
+    divided by the values (the RMS of σ / x_t)."""
+    return rounding * np.sqrt(np.mean(x**-2.0, axis=0))
 
 
 def _auto_min_size(n: int) -> int:
@@ -1392,7 +1419,7 @@ def _alternate(
 
 
 def _prune_with_trend(
-    y: FloatArray, slope: FloatArray, accepted: list[ChangePoint]
+    y: FloatArray, slope: FloatArray, accepted: list[ChangePoint], resolution: FloatArray
 ) -> tuple[FloatArray, list[ChangePoint], list[ChangePoint]]:
     """Drop change points that BIC does not want once the slope is refitted without them.
 
@@ -1409,14 +1436,14 @@ def _prune_with_trend(
     pruned: list[ChangePoint] = []
     if len(kept) > _PRUNE_MAX:
         return slope, kept, pruned
-    current = _bic(*_trend_fit(y, slope, kept))
+    current = _bic(*_trend_fit(y, slope, kept), resolution=resolution)
     while kept:
         options = []
         for i in range(len(kept)):
             rest = kept[:i] + kept[i + 1 :]
             refit = _significant_slopes(y, [p.index for p in rest])
             if refit.any():
-                options.append((_bic(*_trend_fit(y, refit, rest)), i, refit))
+                options.append((_bic(*_trend_fit(y, refit, rest), resolution=resolution), i, refit))
         best, i, refit = min(options, key=lambda o: o[0], default=(math.inf, -1, slope))
         if best >= current:
             break
@@ -1451,13 +1478,21 @@ def _trend_fit(
     return resid, params
 
 
-def _bic(resid: FloatArray, params: int, independent: float | None = None) -> float:
+def _bic(
+    resid: FloatArray,
+    params: int,
+    independent: float | None = None,
+    resolution: FloatArray | None = None,
+) -> float:
     """Schwarz's criterion of a fit with residuals ``resid`` (n × columns) and ``params``
     parameters. ``independent``: the readings' evidence counted as that many independent ones
     (ν ln(RSS/n) + k ln ν), for persistent noise, whose steps, slopes and bends a count of n
-    would take for signal."""
+    would take for signal. ``resolution``: per column, the σ of the values' rounding to their
+    grid (``grid``), below which no fit's residual σ counts: a rounded line is an exact
+    staircase, whose residuals about its steps are 0 (a BIC of −∞, better than the line)."""
     n = resid.shape[0]
-    rss = np.maximum((resid**2).sum(axis=0), np.finfo(float).tiny)
+    finest = np.finfo(float).tiny if resolution is None else n * resolution**2
+    rss = np.maximum((resid**2).sum(axis=0), np.maximum(finest, np.finfo(float).tiny))
     nu = n if independent is None else independent
     return float(nu * np.log(rss / n).sum() + params * math.log(nu))
 
@@ -1766,6 +1801,14 @@ class _Practical:
     # the levels are logarithms (a series described on its log scale): a shift Δ is itself
     # relative, 1 − e^−|Δ| of the larger level, whatever the levels are
     log_levels: bool = False
+    # per column, the σ of the rounding error of the values on this scale (``grid``): the
+    # finest noise the data can show, 0 for real-valued data
+    resolution: FloatArray | None = None
+
+    def grain(self) -> FloatArray:
+        """The rounding σ per column (0: real-valued): the trend stage's floor on residual
+        σ (``_bic``)."""
+        return np.zeros(self.dims) if self.resolution is None else self.resolution
 
     def run(
         self, level: FloatArray, slope: FloatArray | None = None, previous: list[int] | None = None
