@@ -36,11 +36,12 @@ SHAPES = {
 
 
 def series(shape: str, n: int, rise: float, noise: float, shift: bool, seed: int) -> np.ndarray:
-    """A ``shape`` rising ``rise`` grid steps (q = 1) over ``n`` readings, Gaussian noise of
+    """A ``shape`` rising ``rise`` grid steps (q = 1) from 10 over ``n`` readings (a shift is then
+    above the 5% relative floor of series of 1,000 readings or more), Gaussian noise of
     σ = ``noise`` q, a shift of 5 max(q, σ) at 60% when ``shift``, rounded to the grid."""
     rng = np.random.default_rng(seed)
     u = np.arange(n) / n
-    mean = 100.0 + rise * SHAPES[shape](u)
+    mean = 10.0 + rise * SHAPES[shape](u)
     if shift:
         mean[int(0.6 * n) :] += 5.0 * max(1.0, noise)
     return np.round(mean + rng.normal(0.0, noise, n) if noise > 0 else mean)

@@ -1368,7 +1368,7 @@ def _with_slope_points(
 def _log_rounding(x: FloatArray, rounding: FloatArray) -> FloatArray:
     """The rounding σ of log ``x`` (positive, n × k), per column: the rounding σ of ``x``
     divided by the values (the RMS of σ / x_t)."""
-    return rounding * np.sqrt(np.mean(x**-2.0, axis=0))
+    return np.asarray(rounding * np.sqrt(np.mean(x**-2.0, axis=0)), dtype=np.float64)
 
 
 def _auto_min_size(n: int) -> int:
@@ -1503,7 +1503,7 @@ def _rounding_floor(
     step = math.sqrt(12.0) * resolution
     travel = np.max([np.ptp(y - resid, axis=0) for resid in fits], axis=0)
     share = np.minimum(1.0, travel / np.where(step > 0, step, np.inf))
-    return resolution * share
+    return np.asarray(resolution * share, dtype=np.float64)
 
 
 def _bic(

@@ -1,0 +1,92 @@
+"""Quantised series: values recorded on a grid (whole GB, counts, a percentage to one decimal)
+carry rounding error, and a rounded slow line is a trend, not a staircase of level points."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from perfsleuth.changepoints.kernels import grid
+from perfsleuth.changepoints.kernels.search import find_change_points
+
+T = np.arange(200.0)
+
+
+@pytest.mark.parametrize(
+    ("values", "step"),
+    [
+        (np.round(T / 10), 1.0),
+        (np.round(T / 7, 1), 0.1),  # a percentage to one decimal
+        (np.array([1.0, 1, 1, 5, 5, 5]), 1.0),
+        (np.array([10.0, 10, 10, 12, 12, 12]), 2.0),
+        (np.array([0.5, 1.5, 2.5]), 0.5),
+        (np.round(T / 10) * 1024.0, 1024.0),  # MB in whole GB
+        (np.random.default_rng(0).normal(0, 1, 200), 0.0),  # real-valued: no grid
+        (np.zeros(5), 0.0),
+    ],
+)
+def test_the_grid_is_the_largest_step_every_value_is_a_multiple_of(
+    values: np.ndarray, step: float
+) -> None:
+    assert grid.grid_step(values) == pytest.approx(step)
+
+
+def test_the_rounding_sigma_is_per_column() -> None:
+    x = np.c_[np.round(T / 10), np.round(T / 10, 1), T + 0.123456789]
+    assert grid.rounding_sigma(x) == pytest.approx([1 / math.sqrt(12), 0.1 / math.sqrt(12), 0])
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.round(T / 10),  # a line rising 1 unit per 10 readings: was 20 level points
+        np.floor(T / 20),  # was 9
+        np.round(100 + T / 40),  # was 5
+        np.round(T / 150, 1),  # one decimal: was 13
+        np.c_[np.round(T / 10), np.round(T / 20)],  # jointly: was 10
+    ],
+)
+def test_a_rounded_line_is_a_trend_not_a_staircase(values: np.ndarray) -> None:
+    cp = find_change_points(values)
+    assert cp.indices == ()
+    assert all(slope > 0 for slope in cp.trend)
+
+
+def test_a_rounded_line_with_a_little_noise_is_a_trend() -> None:
+    # noise a tenth of the grid step: 20 level points in 3 of these 5 series before
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        cp = find_change_points(np.round(100 + T / 10 + rng.normal(0, 0.1, T.size)))
+        assert cp.indices == ()
+        assert cp.trend[0] > 0
+
+
+def test_a_rounded_line_keeps_its_real_shift() -> None:
+    # 8 grid steps at mid-series: main found it among 20 level points
+    cp = find_change_points(np.round(T / 10) + np.r_[np.zeros(100), np.full(100, 8.0)])
+    assert cp.indices == (100,)
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (np.repeat([3.0, 4.0], 100), (100,)),  # a replica count 3 → 4
+        (np.repeat([3.0, 5.0, 8.0], 100), (100, 200)),  # steps of several grid steps
+        (np.repeat([3.0, 4.0, 5.0, 4.0], 50), (50, 100, 150)),  # no line: up and down again
+        (np.repeat([3.0, 4.0, 5.0], [50, 200, 50]), (50, 250)),  # no line: runs not even
+    ],
+)
+def test_noise_free_steps_that_no_rounded_line_makes_stay_steps(
+    values: np.ndarray, expected: tuple[int, ...]
+) -> None:
+    assert find_change_points(values).indices == expected
+
+
+def test_rare_event_counts_keep_their_rate_step() -> None:
+    # counts stay within a grid step: their noise (σ ≈ .3 at a rate of .1) is real, not
+    # rounding, and is not floored — a rate step is still a step
+    rng = np.random.default_rng(3)
+    x = np.r_[rng.poisson(0.05, 500), rng.poisson(0.5, 500)].astype(float)
+    assert any(abs(i - 500) <= 25 for i in find_change_points(x).indices)
