@@ -36,8 +36,10 @@ def grid_step(column: FloatArray) -> float:
     for k in range(_DECIMALS + 1):
         scale = 10.0**k
         if _integers(column[:_SAMPLE] * scale) and _integers(scaled := column * scale):
-            ints = np.rint(scaled).astype(np.int64)
-            divisor = int(np.gcd.reduce(np.abs(ints)))
+            # the sample's divisor first: when it is 1 (most integer data), so is the whole's
+            divisor = _gcd(scaled[:_SAMPLE])
+            if divisor != 1:
+                divisor = _gcd(scaled)
             return divisor / scale if divisor else 0.0
     return 0.0
 
@@ -45,6 +47,10 @@ def grid_step(column: FloatArray) -> float:
 def rounding_sigma(x: FloatArray) -> FloatArray:
     """Per column of ``x`` (n × k), the σ of its rounding error, q/√12 (0 without a grid)."""
     return np.array([grid_step(x[:, j]) for j in range(x.shape[1])]) / math.sqrt(12.0)
+
+
+def _gcd(scaled: FloatArray) -> int:
+    return int(np.gcd.reduce(np.abs(np.rint(scaled).astype(np.int64))))
 
 
 def _integers(scaled: FloatArray) -> bool:
