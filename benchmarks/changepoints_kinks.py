@@ -93,13 +93,18 @@ def competitions(reps: int) -> None:
     from perfsleuth.changepoints.kernels import search as search_mod
 
     bic, with_kinks = search_mod._bic, search_mod._with_kinks
-    scored: list[tuple[np.ndarray, int, float | None]] = []
+    scored: list[tuple[np.ndarray, int, float | None, np.ndarray | None]] = []
     inside = [False]
 
-    def recorded(resid: np.ndarray, params: int, independent: float | None = None) -> float:
+    def recorded(
+        resid: np.ndarray,
+        params: int,
+        independent: float | None = None,
+        resolution: np.ndarray | None = None,
+    ) -> float:
         if inside[0]:
-            scored.append((resid, params, independent))
-        return bic(resid, params, independent)
+            scored.append((resid, params, independent, resolution))
+        return bic(resid, params, independent, resolution)
 
     def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
         inside[0] = True
@@ -124,9 +129,11 @@ def competitions(reps: int) -> None:
                         find_change_points(line(n, bend, rise=5.0) + noise(rng, n, phi))
                         if len(scored) != 2:
                             continue
-                        (levels, k_levels, nu), (broken, k_broken, _) = scored
-                        at_nu = bic(broken, k_broken, nu) < bic(levels, k_levels, nu)
-                        at_n = bic(broken, k_broken) < bic(levels, k_levels)
+                        (levels, k_levels, nu, floor), (broken, k_broken, _, _) = scored
+                        at_nu = bic(broken, k_broken, nu, floor) < bic(levels, k_levels, nu, floor)
+                        at_n = bic(broken, k_broken, None, floor) < bic(
+                            levels, k_levels, None, floor
+                        )
                         held = [held[0] + 1, held[1] + at_nu, held[2] + at_n]
                         if at_nu != at_n:
                             differ.append(rep)

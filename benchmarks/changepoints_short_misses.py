@@ -206,16 +206,16 @@ class Tracer:
                 tracer.run.rounds[-1].passes[-1][3][:] = out
             return out
 
-        def prune_with_trend(y: Any, slope: Any, accepted: Any) -> Any:
+        def prune_with_trend(y: Any, slope: Any, accepted: Any, resolution: Any) -> Any:
             record = tracer.descriptions[-1]
             record.before_trend_pruning = sorted(p.index for p in accepted)
-            out = real["_prune_with_trend"](y, slope, accepted)
+            out = real["_prune_with_trend"](y, slope, accepted, resolution)
             record.after_trend_pruning = sorted(p.index for p in out[1])
             return out
 
-        def with_kinks(y: Any, slope: Any, accepted: Any, judged: Any) -> Any:
+        def with_kinks(y: Any, slope: Any, accepted: Any, judged: Any, resolution: Any) -> Any:
             tracer.descriptions[-1].before_kinks = sorted(p.index for p in accepted)
-            return real["_with_kinks"](y, slope, accepted, judged)
+            return real["_with_kinks"](y, slope, accepted, judged, resolution)
 
         def symmetrised(xc: Any, unit: Any = None) -> Any:
             out = real["_symmetrised"](xc, unit)

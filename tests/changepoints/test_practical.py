@@ -445,13 +445,16 @@ def test_a_staircase_left_on_a_trend_by_the_search_with_no_slope_is_pruned() -> 
         return search.ChangePoint(index, 0, 0, 0, 0, 0, math.nan, 0, 0, n, (0.0,), (0.0,))
 
     assert not search._significant_slopes(trending, [1500, 3000]).any()
+    no_grid = np.zeros(1)  # real-valued: no rounding floor
     slope, kept, pruned = search._prune_with_trend(
-        trending, np.zeros(1), [point(1500), point(3000)]
+        trending, np.zeros(1), [point(1500), point(3000)], no_grid
     )
     assert [p.index for p in kept] == [1500] and [p.index for p in pruned] == [3000]
     assert slope[0] > 0
     flat = (noise + step)[:, None]
-    slope, kept, pruned = search._prune_with_trend(flat, np.zeros(1), [point(1500), point(3000)])
+    slope, kept, pruned = search._prune_with_trend(
+        flat, np.zeros(1), [point(1500), point(3000)], no_grid
+    )
     assert [p.index for p in kept] == [1500, 3000] and not pruned and not slope.any()
 
 
