@@ -170,14 +170,35 @@ def tail_probability(length: int, z2: float, table: Table = TABLE_Z2) -> float:
     return float(math.exp(np.interp(y, row[::-1], lp[::-1])))
 
 
-def long_run(residual: FloatArray) -> tuple[float, float]:
-    """(long-run variance, φ) of AR(1) noise with these residuals (3 parameters fitted)."""
+def long_run(residual: FloatArray, rounding: float = 0.0) -> tuple[float, float]:
+    """(long-run variance, φ) of AR(1) noise with these residuals (3 parameters fitted).
+
+    ``rounding``: the σ of the values' rounding error (``grid``; 0 for real-valued data).
+    That share of the residuals' variance is rounding, not persistence: about a smooth curve
+    it is a saw tooth whose lag-1 correlation the plug-in reads as φ near 1, yet a hinge (a
+    ramp over many teeth) barely projects on it — so it counts once, as white noise, and only
+    the variance beyond it is scaled by (1 + φ) / (1 − φ). The φ returned is the one that
+    scaling implies for all of it. Without this, a rounded curve with no noise got one kink
+    where it needs several (√t rounded, 200 readings: 5 level points)."""
     rr = float(residual @ residual)
     if rr <= 0.0:
         return 0.0, 0.0
     phi = min(max(float(residual[1:] @ residual[:-1]) / rr, 0.0), 0.99)
     white = rr / max(residual.size - 3, 1)
-    return white * (1 + phi) / (1 - phi), phi
+    grain = min(rounding**2, white)
+    variance = grain + (white - grain) * (1 + phi) / (1 - phi)
+    ratio = variance / white
+    return variance, (ratio - 1) / (ratio + 1)
+
+
+def _rounding_share(fitted: FloatArray, rounding: float) -> float:
+    """The rounding σ (q/√12) times the share of a grid step q the fitted line travels (at
+    most 1): a quantity that stays within one cell is rounded by a constant, part of its level
+    (as ``search._rounding_floor``)."""
+    if rounding <= 0.0:
+        return 0.0
+    step = math.sqrt(12.0) * rounding
+    return rounding * min(1.0, float(np.ptp(fitted)) / step)
 
 
 Cost = Callable[[int, int, float], float]  # (segment length, shorter side, ν) → bar on z²
@@ -211,6 +232,7 @@ def judge(
     min_relative_change: float,
     cost: Cost,
     log_levels: bool = False,
+    rounding: float = 0.0,
 ) -> Kink | None:
     """The best kink of ``y`` (one segment) when it passes every gate, else None."""
     n = y.size
@@ -219,7 +241,7 @@ def judge(
         return None
     beta = scan.numerator / scan.denominator
     resid = scan.residual - beta * scan.hinge
-    variance, phi = long_run(resid)
+    variance, phi = long_run(resid, _rounding_share(y - resid, rounding))
     if variance <= 0.0:
         return None
     z2 = scan.numerator**2 / scan.denominator / variance
@@ -274,6 +296,7 @@ def find_kinks(
     min_relative_change: float,
     cost: Cost,
     log_levels: bool = False,
+    rounding: float = 0.0,
 ) -> list[Kink]:
     """Kinks inside each segment of ``bounds`` (0 … n) of the one-column series ``y``: the
     best kink of a segment, when kept, splits it and both parts are searched again. Each
@@ -294,6 +317,7 @@ def find_kinks(
             min_relative_change=min_relative_change,
             cost=cost,
             log_levels=log_levels,
+            rounding=rounding,
         )
         if kink is None:
             continue

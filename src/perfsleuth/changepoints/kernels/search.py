@@ -1167,6 +1167,7 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
             min_relative_change=search.min_relative_change,
             cost=functools.partial(_cost, search.penalty),
             log_levels=search.log_levels,
+            rounding=float(search.grain()[0]),
         )
         accepted, bends, replaced = _with_kinks(
             adjusted[:, 0], slope[0], accepted, judged, search.grain()
