@@ -185,6 +185,8 @@ def long_run(residual: FloatArray, rounding: float = 0.0) -> tuple[float, float]
         return 0.0, 0.0
     phi = min(max(float(residual[1:] @ residual[:-1]) / rr, 0.0), 0.99)
     white = rr / max(residual.size - 3, 1)
+    if rounding <= 0.0:
+        return white * (1 + phi) / (1 - phi), phi
     grain = min(rounding**2, white)
     variance = grain + (white - grain) * (1 + phi) / (1 - phi)
     ratio = variance / white
