@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from perfsleuth.changepoints.kernels import grid
+from perfsleuth.changepoints.kernels import grid, kinks
 from perfsleuth.changepoints.kernels.search import find_change_points
 
 T = np.arange(200.0)
@@ -90,3 +90,36 @@ def test_rare_event_counts_keep_their_rate_step() -> None:
     rng = np.random.default_rng(3)
     x = np.r_[rng.poisson(0.05, 500), rng.poisson(0.5, 500)].astype(float)
     assert any(abs(i - 500) <= 25 for i in find_change_points(x).indices)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        # √ rising 20 grid steps in 200 readings: was 6 level points
+        np.round(10 + 20 * np.sqrt(np.arange(200) / 200)),
+        # a saturating rise of 20 grid steps in 1,000 readings: was 12 level points
+        np.round(10 + 20 * -np.expm1(-4 * np.arange(1000) / 1000) / -math.expm1(-4)),
+    ],
+)
+def test_a_rounded_curve_bends_rather_than_steps(values: np.ndarray) -> None:
+    # the rounding error about a kinked line is a saw tooth: counted as white noise once, not
+    # as persistence, the kinks follow the curve and the broken line beats the staircase
+    cp = find_change_points(values)
+    kinds = [p.kind for p in cp.points]
+    assert kinds and all(kind == "slope" for kind in kinds)
+    assert all(p.slope_after[0] < p.slope_before[0] for p in cp.points)  # it only bends down
+
+
+def test_the_rounding_share_is_white_and_the_rest_persistent() -> None:
+    saw = np.tile(np.linspace(-0.5, 0.5, 10, endpoint=False), 20)  # rounding about a line
+    lag = float(saw[1:] @ saw[:-1]) / float(saw @ saw)
+    white = float(saw @ saw) / (saw.size - 3)
+    # as real-valued noise: the saw tooth's lag-1 correlation read as AR(1) persistence
+    assert kinks.long_run(saw) == pytest.approx((white * (1 + lag) / (1 - lag), lag))
+    # all of it rounding (a rounding σ at least the residuals'): white, φ 0
+    assert kinks.long_run(saw, math.sqrt(white)) == pytest.approx((white, 0.0))
+    assert kinks.long_run(saw, 1.0) == pytest.approx((white, 0.0))
+    # half of it rounding: the other half keeps its persistence
+    variance, phi = kinks.long_run(saw, math.sqrt(white / 2))
+    assert variance == pytest.approx(white / 2 + white / 2 * (1 + lag) / (1 - lag))
+    assert phi == pytest.approx((variance / white - 1) / (variance / white + 1))
