@@ -95,6 +95,7 @@ def competitions(reps: int) -> None:
     bic, with_kinks = search_mod._bic, search_mod._with_kinks
     scored: list[tuple[np.ndarray, int, float | None, np.ndarray | None]] = []
     inside = [False]
+    alone = [False]  # whether the competition has a broken line alone
 
     def recorded(
         resid: np.ndarray,
@@ -108,6 +109,8 @@ def competitions(reps: int) -> None:
 
     def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
         inside[0] = True
+        judged = args[3]
+        alone[0] = bool(args[2]) and bool(judged(args[0], [0, args[0].size]))
         try:
             return with_kinks(*args, **kwargs)
         finally:
@@ -127,9 +130,9 @@ def competitions(reps: int) -> None:
                     for rep in range(reps):
                         scored.clear()
                         find_change_points(line(n, bend, rise=5.0) + noise(rng, n, phi))
-                        if len(scored) != 2:
-                            continue
-                        (levels, k_levels, nu, floor), (broken, k_broken, _, _) = scored
+                        if len(scored) < 2 or not alone[0]:
+                            continue  # no broken line alone (a third: steps beside it)
+                        (levels, k_levels, nu, floor), (broken, k_broken, _, _) = scored[:2]
                         at_nu = bic(broken, k_broken, nu, floor) < bic(levels, k_levels, nu, floor)
                         at_n = bic(broken, k_broken, None, floor) < bic(
                             levels, k_levels, None, floor

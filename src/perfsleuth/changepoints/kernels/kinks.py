@@ -193,7 +193,7 @@ def long_run(residual: FloatArray, rounding: float = 0.0) -> tuple[float, float]
     return variance, (ratio - 1) / (ratio + 1)
 
 
-def _rounding_share(fitted: FloatArray, rounding: float) -> float:
+def rounding_share(fitted: FloatArray, rounding: float) -> float:
     """The rounding σ (q/√12) times the share of a grid step q the fitted line travels (at
     most 1): a quantity that stays within one cell is rounded by a constant, part of its level
     (as ``search._rounding_floor``)."""
@@ -243,7 +243,7 @@ def judge(
         return None
     beta = scan.numerator / scan.denominator
     resid = scan.residual - beta * scan.hinge
-    variance, phi = long_run(resid, _rounding_share(y - resid, rounding))
+    variance, phi = long_run(resid, rounding_share(y - resid, rounding))
     if variance <= 0.0:
         return None
     z2 = scan.numerator**2 / scan.denominator / variance

@@ -1159,7 +1159,6 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
     if dims == 1 and slope.any() and n >= _TREND_MIN_LENGTH:
         judged = functools.partial(
             kinks.find_kinks,
-            adjusted[:, 0],
             alpha=search.alpha,
             spend=search.alpha_spending == "length",
             min_size=search.min_size,
@@ -1170,8 +1169,9 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
             rounding=float(search.grain()[0]),
         )
         accepted, bends, replaced = _with_kinks(
-            adjusted[:, 0], slope[0], accepted, judged, search.grain()
-        )
+            adjusted[:, 0], slope[0], accepted, judged, search.grain(),
+            _HIDDEN_STEP_SHARE * search._level_alpha(n),
+        )  # fmt: skip
         rejected = [*rejected, *replaced]
     return _Description(
         scale, adjusted, periods, cycle, slope, accepted, rejected, bends, search.grain()
@@ -1282,40 +1282,105 @@ def _with_kinks(
     y: FloatArray,
     slope: float,
     accepted: list[ChangePoint],
-    judged: Callable[[list[int]], list[kinks.Kink]],
+    judged: Callable[[FloatArray, list[int]], list[kinks.Kink]],
     resolution: FloatArray,
+    step_alpha: float,
 ) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
     """Changes of growth rate on a trending one-column series: (level points, kinks, level
     points dropped).
 
-    Two descriptions compete, as the trend's two starts do: the level search's (its segments
-    and common slope, with the kinks found inside its segments) and a broken line alone (the
-    kinks of the whole series, no level point). A staircase of level points is how the level
-    search draws a growth rate that bends (global temperature: steps at 42 and 147 for bends
-    at 62, 90 and 120); the better description by BIC is kept."""
+    Three descriptions compete, as the trend's two starts do: the level search's (its segments
+    and common slope, with the kinks found inside its segments); a broken line alone (the
+    kinks of the whole series, no level point); and a broken line beside the level points
+    whose step is significant with that broken line fitted alongside (:func:`_steps_beside`),
+    its kinks found again on the series less those steps. A staircase of level points is how
+    the level search draws a growth rate that bends (global temperature: steps at 42 and 147
+    for bends at 62, 90 and 120); a real shift on a bending curve is one step beside the bends
+    (a saturating rise rounded to a grid, a shift of 5 grid steps: the staircase, or bends
+    that swallowed the shift). The best description by BIC is kept, the level search's on a
+    tie."""
     n = y.size
     cuts = sorted(p.index for p in accepted)
     bounds = [0, *cuts, n]
-    inside = judged(bounds)
+    inside = judged(y, bounds)
     if not accepted:
         return accepted, inside, []
-    alone = judged([0, n])
-    if not alone:
+    alone = judged(y, [0, n])
+    real = _steps_beside(y, alone, accepted, float(resolution[0]), step_alpha)
+    if not alone and not real:
         return accepted, inside, []
     stepped = _segment_means(y[:, None] - slope * _ramp(n)[:, None], cuts)[:, 0] + slope * _ramp(n)
     stepped = kinks.broken_line(y, bounds, inside, stepped)
     # parameters: a position and a level per point, an intercept and the slope; a position and
     # a slope per kink, and its segment's own slope
     held = {a for a, b in itertools.pairwise(bounds) if any(a < k.index < b for k in inside)}
-    broken = kinks.broken_line(y, [0, n], alone, np.zeros(n))
-    level_resid, broken_resid = (y - stepped)[:, None], (y - broken)[:, None]
+    described = [((y - stepped)[:, None], 2 * len(accepted) + 2 + 2 * len(inside) + len(held),
+                  accepted, inside)]  # fmt: skip
+    if alone:
+        broken = kinks.broken_line(y, [0, n], alone, np.zeros(n))
+        described.append(((y - broken)[:, None], 2 * len(alone) + 2, [], alone))
+    if real:
+        resid, found = _beside(y, alone, real, judged)
+        described.append((resid[:, None], 2 * len(real) + 2 * len(found) + 2, real, found))
     # judged at the noise's effective count, as the trend's two starts are
-    nu = max(_fit_independent(level_resid), _fit_independent(broken_resid))
-    floor = _rounding_floor(y[:, None], [level_resid, broken_resid], resolution)
-    level_fit = _bic(level_resid, 2 * len(accepted) + 2 + 2 * len(inside) + len(held), nu, floor)
-    if _bic(broken_resid, 2 * len(alone) + 2, nu, floor) < level_fit:
-        return [], alone, list(accepted)
-    return accepted, inside, []
+    nu = max(_fit_independent(d[0]) for d in described)
+    floor = _rounding_floor(y[:, None], [d[0] for d in described], resolution)
+    scores = [_bic(d[0], d[1], nu, floor) for d in described]
+    _, _, kept, bends = described[int(np.argmin(scores))]
+    return list(kept), bends, [p for p in accepted if p not in kept]
+
+
+def _hinges(n: int, at: Sequence[int]) -> list[FloatArray]:
+    t = _ramp(n)
+    return [np.ones(n), t, *(np.maximum(t - k, 0.0) for k in at)]
+
+
+def _steps_beside(
+    y: FloatArray,
+    alone: list[kinks.Kink],
+    accepted: list[ChangePoint],
+    rounding: float,
+    alpha: float,
+) -> list[ChangePoint]:
+    """The level points of ``accepted`` whose step is real beside the broken line ``alone``
+    (its line and hinges fitted alongside, each step on its own): significant against the
+    bar of the best step of a line (``trend_steps``, noise as in ``kinks.long_run``, the
+    rounding's share white) at ``alpha``, and at least one grid step (√12 ``rounding``) — a
+    smaller step beside a moving quantity is what the rounding makes (a saturating rise
+    rounded, no noise: a step of .56 grid steps at z² 43 against a bar of 18)."""
+    n = y.size
+    base = _hinges(n, [k.index for k in alone])
+    bar = trend_steps.critical_z2(n, alpha)
+    real = []
+    for p in accepted:
+        design = np.column_stack([*base, (_ramp(n) >= p.index).astype(np.float64)])
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        resid = y - design @ coef
+        variance, _ = kinks.long_run(resid, kinks.rounding_share(y - resid, rounding))
+        if variance <= 0.0 or abs(coef[-1]) < math.sqrt(12.0) * rounding:
+            continue
+        spread = float(np.linalg.pinv(design.T @ design)[-1, -1])
+        if coef[-1] ** 2 / (variance * spread) > bar:
+            real.append(p)
+    return real
+
+
+def _beside(
+    y: FloatArray,
+    alone: list[kinks.Kink],
+    real: list[ChangePoint],
+    judged: Callable[[FloatArray, list[int]], list[kinks.Kink]],
+) -> tuple[FloatArray, list[kinks.Kink]]:
+    """(residuals, kinks) of the broken line beside the steps ``real``: the steps measured
+    beside ``alone``, the kinks found again on the series less them, all refitted jointly."""
+    n = y.size
+    steps = [(_ramp(n) >= p.index).astype(np.float64) for p in real]
+    design = np.column_stack([*_hinges(n, [k.index for k in alone]), *steps])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    found = judged(y - np.column_stack(steps) @ coef[-len(steps) :], [0, n])
+    design = np.column_stack([*_hinges(n, [k.index for k in found]), *steps])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    return y - design @ coef, found
 
 
 def _with_slope_points(
