@@ -213,11 +213,9 @@ class Tracer:
             record.after_trend_pruning = sorted(p.index for p in out[1])
             return out
 
-        def with_kinks(
-            y: Any, slope: Any, accepted: Any, judged: Any, resolution: Any, step_alpha: Any
-        ) -> Any:
+        def with_kinks(y: Any, slope: Any, accepted: Any, judged: Any, search: Any) -> Any:
             tracer.descriptions[-1].before_kinks = sorted(p.index for p in accepted)
-            return real["_with_kinks"](y, slope, accepted, judged, resolution, step_alpha)
+            return real["_with_kinks"](y, slope, accepted, judged, search)
 
         def symmetrised(xc: Any, unit: Any = None) -> Any:
             out = real["_symmetrised"](xc, unit)

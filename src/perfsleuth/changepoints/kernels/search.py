@@ -1168,10 +1168,7 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
             log_levels=search.log_levels,
             rounding=float(search.grain()[0]),
         )
-        accepted, bends, replaced = _with_kinks(
-            adjusted[:, 0], slope[0], accepted, judged, search.grain(),
-            _HIDDEN_STEP_SHARE * search._level_alpha(n),
-        )  # fmt: skip
+        accepted, bends, replaced = _with_kinks(adjusted[:, 0], slope[0], accepted, judged, search)
         rejected = [*rejected, *replaced]
     return _Description(
         scale, adjusted, periods, cycle, slope, accepted, rejected, bends, search.grain()
@@ -1283,8 +1280,7 @@ def _with_kinks(
     slope: float,
     accepted: list[ChangePoint],
     judged: Callable[[FloatArray, list[int]], list[kinks.Kink]],
-    resolution: FloatArray,
-    step_alpha: float,
+    search: _Practical,
 ) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
     """Changes of growth rate on a trending one-column series: (level points, kinks, level
     points dropped).
@@ -1306,7 +1302,8 @@ def _with_kinks(
     if not accepted:
         return accepted, inside, []
     alone = judged(y, [0, n])
-    real = _steps_beside(y, alone, accepted, float(resolution[0]), step_alpha)
+    resolution = search.grain()
+    real = _steps_beside(y, alone, accepted, search)
     if not alone and not real:
         return accepted, inside, []
     stepped = _segment_means(y[:, None] - slope * _ramp(n)[:, None], cuts)[:, 0] + slope * _ramp(n)
@@ -1336,31 +1333,38 @@ def _hinges(n: int, at: Sequence[int]) -> list[FloatArray]:
 
 
 def _steps_beside(
-    y: FloatArray,
-    alone: list[kinks.Kink],
-    accepted: list[ChangePoint],
-    rounding: float,
-    alpha: float,
+    y: FloatArray, alone: list[kinks.Kink], accepted: list[ChangePoint], search: _Practical
 ) -> list[ChangePoint]:
     """The level points of ``accepted`` whose step is real beside the broken line ``alone``
-    (its line and hinges fitted alongside, each step on its own): significant against the
-    bar of the best step of a line (``trend_steps``, noise as in ``kinks.long_run``, the
-    rounding's share white) at ``alpha``, and at least one grid step (√12 ``rounding``) — a
-    smaller step beside a moving quantity is what the rounding makes (a saturating rise
-    rounded, no noise: a step of .56 grid steps at z² 43 against a bar of 18)."""
+    (its line and hinges fitted alongside, each step on its own): it passes the gates a
+    hidden step passes (``trend_steps.best_step``) — **significant** against the bar of the
+    best step of a line at half the level spent on the series (noise as in
+    ``kinks.long_run``, the rounding's share white), **large** (``min_effect`` robust σ of
+    the residuals and the relative floor) and **worth its cost** — and is at least one grid
+    step: a smaller step beside a moving quantity is what the rounding makes (a saturating
+    rise rounded, no noise: a step of .56 grid steps at z² 43 against a bar of 18)."""
     n = y.size
+    rounding = float(search.grain()[0])
     base = _hinges(n, [k.index for k in alone])
-    bar = trend_steps.critical_z2(n, alpha)
+    bar = trend_steps.critical_z2(n, _HIDDEN_STEP_SHARE * search._level_alpha(n))
     real = []
     for p in accepted:
         design = np.column_stack([*base, (_ramp(n) >= p.index).astype(np.float64)])
         coef, *_ = np.linalg.lstsq(design, y, rcond=None)
         resid = y - design @ coef
-        variance, _ = kinks.long_run(resid, kinks.rounding_share(y - resid, rounding))
-        if variance <= 0.0 or abs(coef[-1]) < math.sqrt(12.0) * rounding:
+        fitted, step = y - resid, abs(float(coef[-1]))
+        variance, phi = kinks.long_run(resid, kinks.rounding_share(fitted, rounding))
+        if variance <= 0.0 or step < math.sqrt(12.0) * rounding:
             continue
-        spread = float(np.linalg.pinv(design.T @ design)[-1, -1])
-        if coef[-1] ** 2 / (variance * spread) > bar:
+        z2 = step**2 / (variance * float(np.linalg.pinv(design.T @ design)[-1, -1]))
+        floor = -math.expm1(-step) if search.log_levels else step / float(np.max(np.abs(fitted)))
+        shorter = min(p.index, n - p.index)
+        if (
+            z2 > bar
+            and step >= search.min_effect * robust_mod.robust_scale(resid)
+            and floor >= search.min_relative_change
+            and z2 >= _cost(search.penalty, n, shorter, n * (1 - phi) / (1 + phi))
+        ):
             real.append(p)
     return real
 
