@@ -120,3 +120,27 @@ def test_a_slope_point_finding_says_how_growth_changed() -> None:
     evidence = finding.evidence_dict()
     assert evidence["kind"] == "slope"
     assert evidence["slope_after"] == pytest.approx(2.0 * 1e9, rel=0.15)  # bytes per reading
+
+
+def saturating(n: int, shift: float, noise: float, seed: int) -> np.ndarray:
+    """A rise of 20 that saturates (1 − e^(−4t/n)), a step of ``shift`` at 60%, noise σ."""
+    u = np.arange(n) / n
+    mean = 10 + 20 * -np.expm1(-4 * u) / -math.expm1(-4) + shift * (u >= 0.6)
+    return mean + np.random.default_rng(seed).normal(0, noise, n)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_real_shift_on_a_bending_curve_is_one_step_beside_the_bends(seed: int) -> None:
+    # main: the staircase without the shift, or bends that swallowed it (found in .15 of 20)
+    cp = find_change_points(saturating(1000, 5.0, 0.3, seed))
+    levels = [p.index for p in cp.points if p.kind == "level"]
+    assert any(abs(i - 600) <= 25 for i in levels)
+    assert any(p.kind == "slope" for p in cp.points)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_bending_curve_without_a_shift_gets_no_step_beside_its_bends(seed: int) -> None:
+    # a step beside the broken line passes a hidden step's gates: without the relative floor
+    # and the cost, curvature the bends leave took .55 level points per series
+    cp = find_change_points(saturating(1000, 0.0, 0.3, seed))
+    assert [p for p in cp.points if p.kind == "level"] == []

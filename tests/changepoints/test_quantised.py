@@ -123,3 +123,14 @@ def test_the_rounding_share_is_white_and_the_rest_persistent() -> None:
     variance, phi = kinks.long_run(saw, math.sqrt(white / 2))
     assert variance == pytest.approx(white / 2 + white / 2 * (1 + lag) / (1 - lag))
     assert phi == pytest.approx((variance / white - 1) / (variance / white + 1))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_rounded_curve_keeps_its_real_shift_beside_its_bends(seed: int) -> None:
+    # a saturating rise of 20 grid steps, noise 1 q, a shift of 5 grid steps at 60%, rounded
+    # (``benchmarks/changepoints_quantised.py``): main found the shift in .10–.15 of series
+    u = np.arange(1000) / 1000
+    mean = 10 + 20 * -np.expm1(-4 * u) / -math.expm1(-4) + 5.0 * (u >= 0.6)
+    values = np.round(mean + np.random.default_rng(seed).normal(0, 1.0, u.size))
+    levels = [p.index for p in find_change_points(values).points if p.kind == "level"]
+    assert any(abs(i - 600) <= 25 for i in levels)
