@@ -15,7 +15,8 @@ bends, apart), and with a shift the share of series where it is found and the le
 per series beside it. Seeds 0..reps−1; ``--half`` 0 or 1 takes the even or odd seeds (two
 halves to report).
 
-Run: ``.venv/bin/python benchmarks/changepoints_quantised.py [--reps 40] [--n 200,1000]``;
+Run: ``.venv/bin/python benchmarks/changepoints_quantised.py [--reps 40] [--n 200,1000]
+[--real]`` (``--real``: the same series not rounded);
 with ``PYTHONPATH=<other tree>/src`` for another version of the code.
 """
 
@@ -35,16 +36,20 @@ SHAPES = {
 }
 
 
-def series(shape: str, n: int, rise: float, noise: float, shift: bool, seed: int) -> np.ndarray:
+def series(
+    shape: str, n: int, rise: float, noise: float, shift: bool, seed: int, rounded: bool = True
+) -> np.ndarray:
     """A ``shape`` rising ``rise`` grid steps (q = 1) from 10 over ``n`` readings (a shift is then
     above the 5% relative floor of series of 1,000 readings or more), Gaussian noise of
-    σ = ``noise`` q, a shift of 5 max(q, σ) at 60% when ``shift``, rounded to the grid."""
+    σ = ``noise`` q, a shift of 5 max(q, σ) at 60% when ``shift``, rounded to the grid (when
+    ``rounded``; else the same real-valued series, for comparison)."""
     rng = np.random.default_rng(seed)
     u = np.arange(n) / n
     mean = 10.0 + rise * SHAPES[shape](u)
     if shift:
         mean[int(0.6 * n) :] += 5.0 * max(1.0, noise)
-    return np.round(mean + rng.normal(0.0, noise, n) if noise > 0 else mean)
+    values = mean + rng.normal(0.0, noise, n) if noise > 0 else mean
+    return np.round(values) if rounded else values
 
 
 def main() -> None:
@@ -54,8 +59,12 @@ def main() -> None:
     parser.add_argument("--rise", type=float, default=20.0)
     parser.add_argument("--noise", default="0,0.1,0.3,1")
     parser.add_argument("--half", type=int, choices=(0, 1), default=None)
+    parser.add_argument(
+        "--real", action="store_true", help="the same series not rounded (real-valued)"
+    )
     args = parser.parse_args()
     seeds = [s for s in range(args.reps) if args.half is None or s % 2 == args.half]
+    rounded = not args.real
     print(f"{len(seeds)} series per cell; rise {args.rise:g} grid steps")
     print("  n shape noise/q | no shift: level pts  slope pts | shift: found  level pts")
     for n in (int(v) for v in args.n.split(",")):
@@ -64,10 +73,11 @@ def main() -> None:
             for noise in (float(v) for v in args.noise.split(",")):
                 null_level = null_slope = found = shift_level = 0
                 for seed in seeds:
-                    cp = find_change_points(series(shape, n, args.rise, noise, False, seed))
+                    plain = series(shape, n, args.rise, noise, False, seed, rounded)
+                    cp = find_change_points(plain)
                     null_level += sum(p.kind == "level" for p in cp.points)
                     null_slope += sum(p.kind == "slope" for p in cp.points)
-                    cp = find_change_points(series(shape, n, args.rise, noise, True, seed))
+                    cp = find_change_points(series(shape, n, args.rise, noise, True, seed, rounded))
                     levels = [p.index for p in cp.points if p.kind == "level"]
                     found += any(abs(i - int(0.6 * n)) <= tol for i in levels)
                     shift_level += len(levels)
