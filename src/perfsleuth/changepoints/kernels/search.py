@@ -1345,18 +1345,32 @@ def _steps_beside(
     rise rounded, no noise: a step of .56 grid steps at z² 43 against a bar of 18)."""
     n = y.size
     rounding = float(search.grain()[0])
-    base = _hinges(n, [k.index for k in alone])
+    # the broken line's design, orthonormal: each step is then fitted in O(n) (its part the
+    # broken line explains, Qᵀs, from suffix sums of Q), not by a least-squares fit of its own
+    q, _ = np.linalg.qr(np.column_stack(_hinges(n, [k.index for k in alone])))
+    base = y - q @ (q.T @ y)  # residuals about the broken line
+    after = np.cumsum(q[::-1], axis=0)[::-1]  # after[i] = Qᵀ 1(t ≥ i)
+    tail = np.cumsum(base[::-1])[::-1]
     bar = trend_steps.critical_z2(n, _HIDDEN_STEP_SHARE * search._level_alpha(n))
     real = []
     for p in accepted:
-        design = np.column_stack([*base, (_ramp(n) >= p.index).astype(np.float64)])
-        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-        resid = y - design @ coef
-        fitted, step = y - resid, abs(float(coef[-1]))
-        variance, phi = kinks.long_run(resid, kinks.rounding_share(fitted, rounding))
-        if variance <= 0.0 or step < math.sqrt(12.0) * rounding:
+        spread = (n - p.index) - float(after[p.index] @ after[p.index])  # |s less Q Qᵀ s|²
+        if spread <= 0.0:
             continue
-        z2 = step**2 / (variance * float(np.linalg.pinv(design.T @ design)[-1, -1]))
+        beta = float(tail[p.index]) / spread
+        step = abs(beta)
+        white = (float(base @ base) - beta**2 * spread) / max(n - 3, 1)
+        # cheap gates first: a grid step, and significant even as white noise (the long-run
+        # variance is at least the white one)
+        if step < math.sqrt(12.0) * rounding or white <= 0.0 or beta**2 * spread / white <= bar:
+            continue
+        regressor = (_ramp(n) >= p.index) - q @ after[p.index]
+        resid = base - beta * regressor
+        fitted = y - resid
+        variance, phi = kinks.long_run(resid, kinks.rounding_share(fitted, rounding))
+        if variance <= 0.0:
+            continue
+        z2 = beta**2 * spread / variance
         floor = -math.expm1(-step) if search.log_levels else step / float(np.max(np.abs(fitted)))
         shorter = min(p.index, n - p.index)
         if (
