@@ -134,3 +134,17 @@ def test_a_rounded_curve_keeps_its_real_shift_beside_its_bends(seed: int) -> Non
     values = np.round(mean + np.random.default_rng(seed).normal(0, 1.0, u.size))
     levels = [p.index for p in find_change_points(values).points if p.kind == "level"]
     assert any(abs(i - 600) <= 25 for i in levels)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_counter_that_speeds_up_then_resets_has_its_bend_and_its_reset(seed: int) -> None:
+    # a request counter read raw: 5 a reading, 8 from 1,200 on, reset to 0 at 1,500. The reset
+    # is a step the broken line alone cannot draw; measured beside a straight line it took up
+    # the rise and hid the bend (points: the reset only), and before the third description
+    # the level search's staircase kept a false step near 500 beside the bend and the reset
+    rng = np.random.default_rng(seed)
+    counter = np.cumsum(np.r_[rng.poisson(5, 1200), rng.poisson(8, 800)]).astype(float)
+    counter[1500:] -= counter[1500]
+    points = find_change_points(counter).points
+    assert [p.kind for p in points] == ["slope", "level"]
+    assert abs(points[0].index - 1200) <= 40 and points[1].index == 1500

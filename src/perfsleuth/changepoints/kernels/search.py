@@ -1317,7 +1317,7 @@ def _with_kinks(
         broken = kinks.broken_line(y, [0, n], alone, np.zeros(n))
         described.append(((y - broken)[:, None], 2 * len(alone) + 2, [], alone))
     if real:
-        resid, found = _beside(y, alone, real, judged)
+        resid, found = _beside(y, [*alone, *inside], real, judged)
         described.append((resid[:, None], 2 * len(real) + 2 * len(found) + 2, real, found))
     # judged at the noise's effective count, as the trend's two starts are
     nu = max(_fit_independent(d[0]) for d in described)
@@ -1385,15 +1385,20 @@ def _steps_beside(
 
 def _beside(
     y: FloatArray,
-    alone: list[kinks.Kink],
+    bends: list[kinks.Kink],
     real: list[ChangePoint],
     judged: Callable[[FloatArray, list[int]], list[kinks.Kink]],
 ) -> tuple[FloatArray, list[kinks.Kink]]:
     """(residuals, kinks) of the broken line beside the steps ``real``: the steps measured
-    beside ``alone``, the kinks found again on the series less them, all refitted jointly."""
+    beside the hinges of ``bends`` (the broken line's alone and those inside the level
+    search's segments: a step that also ends a line the broken line alone cannot draw, a
+    counter's reset after its rate rose, leaves no kink of the whole series, and measured
+    beside a straight line it took up the rise and hid it), the kinks found again on the
+    series less them, all refitted jointly."""
     n = y.size
     steps = [(_ramp(n) >= p.index).astype(np.float64) for p in real]
-    design = np.column_stack([*_hinges(n, [k.index for k in alone]), *steps])
+    at = sorted({k.index for k in bends})
+    design = np.column_stack([*_hinges(n, at), *steps])
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
     found = judged(y - np.column_stack(steps) @ coef[-len(steps) :], [0, n])
     design = np.column_stack([*_hinges(n, [k.index for k in found]), *steps])
