@@ -194,9 +194,9 @@ def long_run(residual: FloatArray, rounding: float = 0.0) -> tuple[float, float]
 
 
 def rounding_share(fitted: FloatArray, rounding: float) -> float:
-    """The rounding σ (q/√12) times the share of a grid step q the fitted line travels (at
+    """The rounding σ (q/√12) times the share of a grid step q the fitted values travel (at
     most 1): a quantity that stays within one cell is rounded by a constant, part of its level
-    (as ``search._rounding_floor``)."""
+    (``search._rounding_floor`` floors its fits' σ at it)."""
     if rounding <= 0.0:
         return 0.0
     step = math.sqrt(12.0) * rounding

@@ -1589,10 +1589,12 @@ def _rounding_floor(
     Floored at the full q/√12, the real noise of rare-event counts (a rate of .01 a reading,
     σ ≈ .1) was no longer told from a line: a step to 10 times the rate became a trend
     (n = 1,000: found in .47 → .43 of series)."""
-    step = math.sqrt(12.0) * resolution
-    travel = np.max([np.ptp(y - resid, axis=0) for resid in fits], axis=0)
-    share = np.minimum(1.0, travel / np.where(step > 0, step, np.inf))
-    return np.asarray(resolution * share, dtype=np.float64)
+    return np.array(
+        [
+            max(kinks.rounding_share(y[:, j] - resid[:, j], float(resolution[j])) for resid in fits)
+            for j in range(y.shape[1])
+        ]
+    )
 
 
 def _bic(
