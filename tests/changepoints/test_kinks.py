@@ -71,11 +71,49 @@ def test_a_bend_in_persistent_noise_is_judged_at_its_effective_count() -> None:
     assert [(p.index, p.kind) for p in cp.points] == [(75, "slope")]
 
 
-def test_a_flat_series_is_not_searched_for_kinks() -> None:
-    """No trend kept, no kink search: a level shift stays a level point."""
+def test_a_level_shift_without_a_trend_stays_a_level_point() -> None:
+    """No trend kept: the broken line alone competes with the level points, and loses."""
     rng = np.random.default_rng(3)
     x = np.r_[np.full(60, 10.0), np.full(60, 16.0)] + rng.standard_normal(120)
     assert [p.kind for p in find_change_points(x).points] == ["level"]
+
+
+def turn(shape: str, n: int = 100) -> np.ndarray:
+    """A bend at mid-series with no overall trend: the line moves 8 over each side."""
+    t = np.arange(n, dtype=float)
+    at = n // 2
+    shapes = {
+        "V": np.abs(t - at),
+        "Λ": -np.abs(t - at),
+        "flat, then a ramp": np.maximum(t - at, 0.0),
+        "a ramp, then flat": np.minimum(t, at),
+    }
+    return 100 + 8 / at * shapes[shape]
+
+
+@pytest.mark.parametrize("shape", ["V", "Λ", "flat, then a ramp", "a ramp, then flat"])
+def test_a_bend_without_an_overall_trend_is_a_slope_point(shape: str) -> None:
+    """A V, a Λ or a hockey stick keeps no common slope; it got no point, or a level point in
+    mid-ramp, when only a kept slope was searched for kinks."""
+    for seed in range(5):
+        x = turn(shape) + np.random.default_rng(seed).standard_normal(100)
+        cp = find_change_points(x)
+        assert [p.kind for p in cp.points] == ["slope"], (seed, cp.points)
+        assert abs(cp.points[0].index - 50) <= 5, seed
+    noise_free = find_change_points(turn(shape))
+    assert [(p.index, p.kind) for p in noise_free.points] == [(50, "slope")]
+
+
+def test_a_busy_period_is_no_bend() -> None:
+    """M/M/1 response times at ρ = .8 rise and fall with a busy period: in 100 readings, a
+    broken line alone passes the kink test (z² 46 against 22) but leaves noise whose memory is
+    at the most the series can measure — the noise's own wander, not a change."""
+    from perfsleuth.datasets import simulate_mm1
+
+    seed = int(np.random.SeedSequence([1000, 100_000, 800, 11_000]).generate_state(1)[0])
+    # series 11 of `scripts/reproduce_berry_hellerstein.py --defaults-fp`'s N = 100, ρ = .8 cell
+    run = simulate_mm1(100, arrival_rate=1.0, service_time=0.8, seed=seed, warmup=60_000)
+    assert find_change_points(np.asarray(run.response, dtype=float)).points == ()
 
 
 def test_the_bar_and_its_tail_probability_invert_each_other() -> None:

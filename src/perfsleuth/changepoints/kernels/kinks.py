@@ -4,8 +4,10 @@ The level search answers "when did the mean change?" and removes at most one com
 inside its segments (``search``, step 6 of ``docs/changepoints.md``). A growth rate that
 changes (disk usage filling faster, a population or an index whose growth bends) is then no
 change point at all. On a series whose trend the level search kept, each of its final
-segments is searched for the best single kink — its own line plus a hinge ``max(0, t − k)``
-— and the kink is kept when it passes the same kind of gates a level point passes:
+segments is searched for the best single kink (on one with no slope kept, the whole series,
+for a broken line that may replace its level points: ``search._broken_line_instead``) — its
+own line plus a hinge ``max(0, t − k)`` — and the kink is kept when it passes the same kind
+of gates a level point passes:
 
 * **significant**: z², the hinge's squared t in long-run noise units (AR(1) plug-in: the
   residuals' white variance times (1 + φ) / (1 − φ), φ their lag-1 autocorrelation about the
@@ -72,6 +74,8 @@ TABLE_Z2: tuple[tuple[float, ...], ...] = (
     (18.37, 15.89, 13.10, 11.42, 10.27, 8.54, 7.04),  # n = 5000
 )
 
+TABLE_PHI_MAX = 0.9  # the largest φ the table's bars were simulated at: its size holds up to it
+_CANCELLATION = 1e-9  # of the largest, a hinge's spread below rounding error (float64 ~ 1e-16 n³)
 MIN_SIDE = 5  # fewest readings on either side of a kink: a slope needs more than a level
 MIN_LENGTH = 20  # shortest segment searched (the trend's own shortest series)
 
@@ -131,7 +135,12 @@ def best_kink(y: FloatArray, side: int) -> _Scan | None:
     above_tt = ((n - 1) * n * (2 * n - 1) - k * (k + 1) * (2 * k + 1)) / 6
     sum_htc = above_tt - k * above_t - t.mean() * sum_h
     denominator = sum_hh - sum_h**2 / n - sum_htc**2 / stt
-    gain = numerator[positions] ** 2 / np.maximum(denominator[positions], np.finfo(float).tiny)
+    # near the ends of a long series the three terms (each ~ n³) cancel to a hinge's few
+    # readings, below their rounding error: such a kink cannot be measured
+    measured = denominator[positions] > _CANCELLATION * float(denominator.max())
+    gain = np.where(measured, numerator[positions], 0.0) ** 2 / np.where(
+        measured, denominator[positions], 1.0
+    )
     j = int(positions[np.argmax(gain)])
     h = np.maximum(t - j, 0.0)
     hinge = h - h.mean() - float(tc @ h) / stt * tc
@@ -299,15 +308,17 @@ def find_kinks(
     cost: Cost,
     log_levels: bool = False,
     rounding: float = 0.0,
+    most: int | None = None,
 ) -> list[Kink]:
     """Kinks inside each segment of ``bounds`` (0 … n) of the one-column series ``y``: the
     best kink of a segment, when kept, splits it and both parts are searched again. Each
-    segment is tested at α · its length / n (``spend``), else at α."""
+    segment is tested at α · its length / n (``spend``), else at α. ``most``: stop once more
+    than that many are found (the caller then wants none of them)."""
     n = y.size
     side = max(min_size, MIN_SIDE)
     found: list[Kink] = []
     todo = [(a, b) for a, b in itertools.pairwise(bounds)]
-    while todo:
+    while todo and (most is None or len(found) <= most):
         a, b = todo.pop()
         if b - a < max(MIN_LENGTH, 2 * side + 1):
             continue
