@@ -14,24 +14,19 @@ where one was kept: a V got no point, a hockey stick a level point in mid-ramp.
 * ``--null``: flat series of the same AR(1) noise (no change at all): the share with a slope
   point (with any point) — every point is false.
 
-``--compare SRC`` runs the same cells with another tree's ``src`` (e.g. the previous commit's,
-from ``git archive``) first on the path, in a subprocess, and prints both.
-
 Run: ``machine heavy .venv/bin/python benchmarks/changepoints_turns.py --shapes --null
-[--reps 100] [--compare /tmp/old/src]``
+[--reps 100]``; with ``PYTHONPATH=<other tree>/src`` for another version of the code.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 from scipy.signal import lfilter
+
+from perfsleuth import find_change_points
 
 SEED = 2911
 SHAPES = ("V", "Λ", "flat→ramp", "ramp→flat")
@@ -64,8 +59,6 @@ def shape(name: str, n: int, rise: float) -> tuple[np.ndarray, int]:
 
 
 def shapes(reps: int) -> None:
-    from perfsleuth import find_change_points
-
     print(f"bends with no overall trend, {reps} series a cell: share with a slope point near the "
           "bend (level / slope points per series)")  # fmt: skip
     for rise in RISES:
@@ -91,8 +84,6 @@ def shapes(reps: int) -> None:
 
 
 def null(reps: int) -> None:
-    from perfsleuth import find_change_points
-
     print(f"flat AR(1) noise, {reps} series a cell: share with a slope point (any point)")
     for n in SIZES:
         cells = []
@@ -112,14 +103,7 @@ def main() -> None:
     parser.add_argument("--shapes", action="store_true")
     parser.add_argument("--null", action="store_true")
     parser.add_argument("--reps", type=int, default=100)
-    parser.add_argument("--compare", type=Path, help="another tree's src, run first")
     args = parser.parse_args()
-    if args.compare is not None:
-        own = [a for a in sys.argv[1:] if not a.startswith("--compare") and a != str(args.compare)]
-        env = {**os.environ, "PYTHONPATH": str(args.compare)}
-        print(f"== {args.compare}", flush=True)
-        subprocess.run([sys.executable, __file__, *own], env=env, check=True)
-        print(f"== this tree ({Path(__file__).resolve().parents[1] / 'src'})", flush=True)
     if args.shapes:
         shapes(args.reps)
     if args.null:
