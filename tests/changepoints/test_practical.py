@@ -425,6 +425,15 @@ def test_a_counter_reset_late_in_the_series_stays_at_its_jump(n: int) -> None:
     assert [(p.index, p.kind) for p in saw.points] == [(60, "level")]
 
 
+@pytest.mark.parametrize("jump", [-30.0, 30.0])
+def test_a_noise_free_line_with_a_step_keeps_its_slope(jump: float) -> None:
+    # no noise about the fit (σ 0): no rise is negligible beside it (main: the point, trend 0)
+    t = np.arange(100.0)
+    found = find_change_points(t + jump * (t >= 60))
+    assert [(p.index, p.kind) for p in found.points] == [(60, "level")]
+    assert found.trend == pytest.approx((1.0,))
+
+
 def test_refine_leaves_pinned_points_where_they_are() -> None:
     ramps = np.r_[np.arange(120.0), np.arange(80.0)]
     prefix = np.r_[0.0, np.cumsum(ramps)][:, None]

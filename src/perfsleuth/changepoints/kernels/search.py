@@ -1267,12 +1267,13 @@ def _negligible(
     y: FloatArray, slope: FloatArray, accepted: list[ChangePoint], min_effect: float
 ) -> bool:
     """Whether the trend rises by less than ``min_effect`` noise σ over the whole series in
-    every column."""
+    every column. A column without noise about the fit (σ 0) has no rise below it: a
+    noise-free line cut by a reset, ``t − 30·(t ≥ 60)``, kept its point and lost its slope."""
     n = y.shape[0]
     bounds = [0, *sorted(p.index for p in accepted), n]
     sigma = _residual_scale(y - np.outer(_ramp(n), slope), bounds)
     rise = np.abs(slope) * n
-    return bool(np.all(rise < min_effect * np.where(sigma > 0, sigma, np.inf)))
+    return bool(np.all(rise < min_effect * sigma))
 
 
 def _with_kinks(
