@@ -425,6 +425,21 @@ def test_a_counter_reset_late_in_the_series_stays_at_its_jump(n: int) -> None:
     assert [(p.index, p.kind) for p in saw.points] == [(60, "level")]
 
 
+@pytest.mark.parametrize("n", [100, 400])
+def test_a_counter_reset_at_mid_series_is_found_by_the_trend_inside_its_teeth(n: int) -> None:
+    # Reset at half the series, the two ramps have the same mean: no level search can judge
+    # the reset worth its cost, and the line through the two teeth is flat. Measured either
+    # side of the jump, the counter's rise is the trend it is, and the search less it finds
+    # the reset (before: 0–.1 of 10 series; 45% and 55%: 0–.7 → 1.0)
+    at = n // 2
+    for seed in range(3):
+        counter = np.cumsum(np.random.default_rng(seed).poisson(5, n)).astype(float)
+        counter[at:] -= counter[at - 1]
+        found = find_change_points(counter)
+        assert any(p.index == at and p.kind == "level" for p in found.points)
+        assert found.trend[0] == pytest.approx(5.0, rel=0.1)
+
+
 @pytest.mark.parametrize("jump", [-30.0, 30.0])
 def test_a_noise_free_line_with_a_step_keeps_its_slope(jump: float) -> None:
     # no noise about the fit (σ 0): no rise is negligible beside it (main: the point, trend 0)
