@@ -407,6 +407,55 @@ def test_a_lone_jump_in_a_random_walk_is_a_change_point() -> None:
     assert spikes == 0
 
 
+@pytest.mark.parametrize("n", [60, 200, 1000])
+def test_a_counter_reset_late_in_the_series_stays_at_its_jump(n: int) -> None:
+    # A raw request counter (5 a reading) reset to 0 at 60% of the series: the reset is its
+    # segment's one outsized move, kept by the lone-jump rule, but the re-placing moved it to
+    # the largest z² of the two ramps (n = 200: 120 → 34), where it failed; the line through
+    # the sawtooth is flat, so no trend search found it either (main: 0–1 of 10 series at
+    # n of 60 to 1,000; a reset at 30% tilts that line and was found). Noise-free too.
+    at = int(0.6 * n)
+    for seed in range(3):
+        counter = np.cumsum(np.random.default_rng(seed).poisson(5, n)).astype(float)
+        counter[at:] -= counter[at - 1]
+        found = find_change_points(counter)
+        assert any(p.index == at and p.kind == "level" for p in found.points)
+        assert found.trend[0] == pytest.approx(5.0, rel=0.1)
+    saw = find_change_points(np.r_[np.arange(60.0), np.arange(40.0)])
+    assert [(p.index, p.kind) for p in saw.points] == [(60, "level")]
+
+
+@pytest.mark.parametrize("n", [100, 400])
+def test_a_counter_reset_at_mid_series_is_found_by_the_trend_inside_its_teeth(n: int) -> None:
+    # Reset at half the series, the two ramps have the same mean: no level search can judge
+    # the reset worth its cost, and the line through the two teeth is flat. Measured either
+    # side of the jump, the counter's rise is the trend it is, and the search less it finds
+    # the reset (before: 0–.1 of 10 series; 45% and 55%: 0–.7 → 1.0)
+    at = n // 2
+    for seed in range(3):
+        counter = np.cumsum(np.random.default_rng(seed).poisson(5, n)).astype(float)
+        counter[at:] -= counter[at - 1]
+        found = find_change_points(counter)
+        assert any(p.index == at and p.kind == "level" for p in found.points)
+        assert found.trend[0] == pytest.approx(5.0, rel=0.1)
+
+
+@pytest.mark.parametrize("jump", [-30.0, 30.0])
+def test_a_noise_free_line_with_a_step_keeps_its_slope(jump: float) -> None:
+    # no noise about the fit (σ 0): no rise is negligible beside it (main: the point, trend 0)
+    t = np.arange(100.0)
+    found = find_change_points(t + jump * (t >= 60))
+    assert [(p.index, p.kind) for p in found.points] == [(60, "level")]
+    assert found.trend == pytest.approx((1.0,))
+
+
+def test_refine_leaves_pinned_points_where_they_are() -> None:
+    ramps = np.r_[np.arange(120.0), np.arange(80.0)]
+    prefix = np.r_[0.0, np.cumsum(ramps)][:, None]
+    assert seeded.refine(prefix, [120], 5) != [120]
+    assert seeded.refine(prefix, [120], 5, pinned={120}) == [120]
+
+
 def test_the_cost_of_a_point_follows_its_scale_and_the_noise_memory() -> None:
     from perfsleuth.changepoints.kernels.search import _cost, _independent
 

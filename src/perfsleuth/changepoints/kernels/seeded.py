@@ -55,7 +55,7 @@ import bisect
 import functools
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -486,17 +486,21 @@ def prune(
     return kept, dropped
 
 
-def refine(prefix: FloatArray, points: list[int], min_size: int) -> list[int]:
+def refine(
+    prefix: FloatArray, points: list[int], min_size: int, pinned: Collection[int] = ()
+) -> list[int]:
     """Each point moved to the best split (largest ``z²``) of the segment between its left
     neighbour, as already placed, and its right one; ``prefix`` holds the cumulative sums of
-    the series (n + 1 rows). O(n) in all: the segments overlap at most twice."""
+    the series (n + 1 rows). O(n) in all: the segments overlap at most twice. ``pinned``:
+    points that stay where they are (a change located to the observation by other evidence
+    than the split's ``z²``)."""
     n = prefix.shape[0] - 1
     out: list[int] = []
     for j, index in enumerate(points):
         a = out[-1] if out else 0
         b = points[j + 1] if j + 1 < len(points) else n
         lo, hi = a + min_size, b - min_size + 1  # the left parts end at lo .. hi − 1
-        if hi <= lo:
+        if hi <= lo or index in pinned:
             out.append(index)
             continue
         length = b - a
