@@ -407,6 +407,13 @@ def test_a_lone_jump_in_a_random_walk_is_a_change_point() -> None:
     assert spikes == 0
 
 
+def _reset_counter(seed: int, n: int, at: int) -> np.ndarray:
+    """A raw request counter, Poisson(5) a reading, reset to 0 at ``at``."""
+    counter: np.ndarray = np.cumsum(np.random.default_rng(seed).poisson(5, n)).astype(float)
+    counter[at:] -= counter[at - 1]
+    return counter
+
+
 @pytest.mark.parametrize("n", [60, 200, 1000])
 def test_a_counter_reset_late_in_the_series_stays_at_its_jump(n: int) -> None:
     # A raw request counter (5 a reading) reset to 0 at 60% of the series: the reset is its
@@ -416,9 +423,7 @@ def test_a_counter_reset_late_in_the_series_stays_at_its_jump(n: int) -> None:
     # n of 60 to 1,000; a reset at 30% tilts that line and was found). Noise-free too.
     at = int(0.6 * n)
     for seed in range(3):
-        counter = np.cumsum(np.random.default_rng(seed).poisson(5, n)).astype(float)
-        counter[at:] -= counter[at - 1]
-        found = find_change_points(counter)
+        found = find_change_points(_reset_counter(seed, n, at))
         assert any(p.index == at and p.kind == "level" for p in found.points)
         assert found.trend[0] == pytest.approx(5.0, rel=0.1)
     saw = find_change_points(np.r_[np.arange(60.0), np.arange(40.0)])
@@ -433,9 +438,7 @@ def test_a_counter_reset_at_mid_series_is_found_by_the_trend_inside_its_teeth(n:
     # the reset (before: 0–.1 of 10 series; 45% and 55%: 0–.7 → 1.0)
     at = n // 2
     for seed in range(3):
-        counter = np.cumsum(np.random.default_rng(seed).poisson(5, n)).astype(float)
-        counter[at:] -= counter[at - 1]
-        found = find_change_points(counter)
+        found = find_change_points(_reset_counter(seed, n, at))
         assert any(p.index == at and p.kind == "level" for p in found.points)
         assert found.trend[0] == pytest.approx(5.0, rel=0.1)
 
