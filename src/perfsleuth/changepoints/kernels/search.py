@@ -1407,8 +1407,7 @@ def _beats_a_random_walk(y: FloatArray, resid: FloatArray, params: int) -> bool:
     a spike is two outsized differences of the walk and one residual of the fit, and would
     count for the fit. A bend a random walk explains as well is the walk's own drift."""
     n = y.size
-    rr = float(resid @ resid)
-    phi = min(max(float(resid[1:] @ resid[:-1]) / rr, 0.0), 0.99) if rr > 0 else 0.0
+    phi = kinks.long_run(resid)[1]
     walk = robust_mod.robust_scale(np.diff(y)) ** 2
     fit = robust_mod.robust_scale(resid[1:] - phi * resid[:-1]) ** 2
     if walk <= 0.0 or fit <= 0.0:
@@ -2212,9 +2211,6 @@ class _Practical:
 
             return verdict_1d if one_column else verdict
 
-        def level_at(judged: seeded.Judged) -> float:
-            return self._level_alpha(judged.stop - judged.start)
-
         def significant(
             sums: tuple[FloatArray, FloatArray, FloatArray],
             tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
@@ -2319,7 +2315,11 @@ class _Practical:
                     k.index
                     for k in kept
                     if self.dims == 1
-                    and _lone_jump(sym[k.start : k.stop, 0], k.index - k.start, level_at(k))
+                    and _lone_jump(
+                        sym[k.start : k.stop, 0],
+                        k.index - k.start,
+                        self._level_alpha(k.stop - k.start),
+                    )
                 ]
                 placed = seeded.refine(sums[0], [k.index for k in kept], m, jumps)
                 if placed == found:
