@@ -407,10 +407,11 @@ def test_a_lone_jump_in_a_random_walk_is_a_change_point() -> None:
     assert spikes == 0
 
 
-def _reset_counter(seed: int, n: int, at: int) -> np.ndarray:
-    """A raw request counter, Poisson(5) a reading, reset to 0 at ``at``."""
+def _reset_counter(seed: int, n: int, *at: int) -> np.ndarray:
+    """A raw request counter, Poisson(5) a reading, reset to 0 at each of ``at``."""
     counter: np.ndarray = np.cumsum(np.random.default_rng(seed).poisson(5, n)).astype(float)
-    counter[at:] -= counter[at - 1]
+    for reset in sorted(at, reverse=True):
+        counter[reset:] -= counter[reset - 1]
     return counter
 
 
@@ -441,6 +442,20 @@ def test_a_counter_reset_at_mid_series_is_found_by_the_trend_inside_its_teeth(n:
         found = find_change_points(_reset_counter(seed, n, at))
         assert any(p.index == at and p.kind == "level" for p in found.points)
         assert found.trend[0] == pytest.approx(5.0, rel=0.1)
+
+
+@pytest.mark.parametrize(("n", "shares"), [(60, (0.3, 0.7)), (300, (0.2, 0.45, 0.8))])
+def test_a_counter_reset_two_or_three_times_is_found_at_each_reset(n: int, shares: tuple) -> None:
+    # Several resets: no one move is outsized beside the others, so the line was measured
+    # through the teeth (flat) and the trend never started (main: 2 of 10 series at n = 60, 0
+    # of 10 at 300). The k largest moves, k times the next, are the jumps between which it is
+    # measured (10 of 10)
+    at = [int(share * n) for share in shares]
+    for seed in range(3):
+        found = find_change_points(_reset_counter(seed, n, *at))
+        assert [p.index for p in found.points if p.kind == "level"] == at
+        assert found.trend[0] == pytest.approx(5.0, rel=0.2)  # teeth of 18–24 readings
+    assert search._lone_jumps(_reset_counter(0, n, *at)[:, None], 0.05) == at
 
 
 @pytest.mark.parametrize("jump", [-30.0, 30.0])

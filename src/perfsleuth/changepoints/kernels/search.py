@@ -1183,15 +1183,30 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
 
 
 def _lone_jumps(y: FloatArray, alpha: float) -> list[int]:
-    """The series' one outsized move, where there is one (one column): the line through the
-    series is measured on either side of it. A jump is a level's move, not a trend's, and a
-    line through it reads what either side does as persistent noise (a counter reset at 60%
-    of 200 readings: the sawtooth's line had |t| .33, inside its two teeth ≫ 3)."""
-    if y.shape[1] != 1 or y.shape[0] < 4:
+    """The series' few outsized moves, where it has them (one column): the line through the
+    series is measured between them. A jump is a level's move, not a trend's, and a line
+    through it reads what either side does as persistent noise (a counter reset at 60% of
+    200 readings: the sawtooth's line had |t| .33, inside its two teeth ≫ 3).
+
+    The k largest moves (about the median, k ≤ _MOST_JUMPS) stand out when the k-th is far
+    above the next: for independent moves with a power-law tail of index a (the lone-jump
+    test's), k·log of that ratio r is exponential with rate a (Rényi's spacings of Pareto
+    order statistics), so r^(−a k) is its tail probability — at k = 1, :func:`_lone_jump`'s
+    bar. The k with the smallest, when it is at most α. These points only start the trend's
+    search (where its line is measured), which judges every point by the level test."""
+    if _JUMP_TAIL_INDEX is None or y.shape[1] != 1 or y.shape[0] < 4:
         return []
     d = np.diff(y[:, 0])
-    at = int(np.argmax(np.abs(d - np.median(d)))) + 1
-    return [at] if _lone_jump(y[:, 0], at, alpha) else []
+    dev = np.abs(d - np.median(d))
+    most = min(_MOST_JUMPS + 1, dev.size)
+    top = np.sort(dev[np.argpartition(dev, -most)[-most:]])[::-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        evidence = _JUMP_TAIL_INDEX * np.arange(1, most) * np.log(top[:-1] / top[1:])
+    evidence[~(top[:-1] > 0.0)] = 0.0  # no move, or 0/0
+    k = int(np.argmax(evidence)) + 1
+    if evidence[k - 1] < -math.log(alpha):
+        return []
+    return sorted(int(i) + 1 for i in np.argpartition(dev, -k)[-k:])
 
 
 def _hidden_steps(y: FloatArray, accepted: list[ChangePoint], search: _Practical) -> list[int]:
@@ -2447,6 +2462,7 @@ def _relative_without_extremes(
 
 
 _JUMP_TAIL_INDEX: float | None = 3.0  # tail index the lone-jump test is calibrated for
+_MOST_JUMPS = 3  # outsized moves a series' trend line is measured between
 _JUMP_SAMPLE = 16  # other moves the lone-jump test looks at before all of them
 
 
