@@ -11,11 +11,14 @@ where one was kept: a V got no point, a hockey stick a level point in mid-ramp.
   with a slope point near the bend (within 2.5% of n, at least 5 readings: a gentle bend's
   place is uncertain by more than 5 readings of 1,000), and the level and slope points per
   series;
+* ``--two-bends``: the same for two bends at 30% and 70% — flat → ramp → flat (a load moved
+  gradually from one level to another, a rollout) and ramp → flat → ramp — the line moving
+  ``R`` σ over the middle part: the share with a slope point near each bend;
 * ``--null``: flat series of the same AR(1) noise (no change at all): the share with a slope
   point (with any point) — every point is false.
 
-Run: ``machine heavy .venv/bin/python benchmarks/changepoints_turns.py --shapes --null
-[--reps 100]``; with ``PYTHONPATH=<other tree>/src`` for another version of the code.
+Run: ``machine heavy .venv/bin/python benchmarks/changepoints_turns.py --shapes --two-bends
+--null [--reps 100]``; with ``PYTHONPATH=<other tree>/src`` for another version of the code.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from perfsleuth import find_change_points
 
 SEED = 2911
 SHAPES = ("V", "Λ", "flat→ramp", "ramp→flat")
+TWO_BENDS = ("flat→ramp→flat", "ramp→flat→ramp")
 PHIS = (0.0, 0.5, 0.8)
 SIZES = (60, 200, 1000)
 RISES = (3.0, 8.0)
@@ -42,9 +46,15 @@ def noise(rng: np.random.Generator, n: int, phi: float) -> np.ndarray:
     return lfilter([1.0], [1.0, -phi], e)
 
 
-def shape(name: str, n: int, rise: float) -> tuple[np.ndarray, int]:
-    """(values, the bend's index): the line moves ``rise`` over the bend's shorter side."""
+def shape(name: str, n: int, rise: float) -> tuple[np.ndarray, tuple[int, ...]]:
+    """(values, the bends' indices): the line moves ``rise`` over the bend's shorter side (two
+    bends: over the middle part)."""
     t = np.arange(n, dtype=float)
+    if name in TWO_BENDS:
+        first, second = round(0.3 * n), round(0.7 * n)
+        middle = np.clip(t - first, 0.0, second - first)
+        y = middle if name == "flat→ramp→flat" else t - middle
+        return 100.0 + rise / (second - first) * y, (first, second)
     at = n // 2 if name in ("V", "Λ") else round(0.4 * n)
     shorter = min(at, n - at)
     if name == "V":
@@ -55,14 +65,14 @@ def shape(name: str, n: int, rise: float) -> tuple[np.ndarray, int]:
         y = np.maximum(t - at, 0.0)
     else:
         y = np.minimum(t, at)
-    return 100.0 + rise / shorter * y, at
+    return 100.0 + rise / shorter * y, (at,)
 
 
-def shapes(reps: int) -> None:
-    print(f"bends with no overall trend, {reps} series a cell: share with a slope point near the "
-          "bend (level / slope points per series)")  # fmt: skip
+def shapes(reps: int, names: tuple[str, ...]) -> None:
+    print(f"bends, {reps} series a cell: share with a slope point near each bend (level / slope "
+          "points per series)")  # fmt: skip
     for rise in RISES:
-        for name in SHAPES:
+        for name in names:
             for n in SIZES:
                 cells = []
                 for phi in PHIS:
@@ -70,13 +80,14 @@ def shapes(reps: int) -> None:
                     hits = levels = slopes = 0
                     near = max(5, n // 40)
                     for _ in range(reps):
-                        values, at = shape(name, n, rise)
+                        values, bends = shape(name, n, rise)
                         cp = find_change_points(values + noise(rng, n, phi))
                         kinds = [p.kind for p in cp.points]
                         levels += kinds.count("level")
                         slopes += kinds.count("slope")
-                        hits += any(
-                            p.kind == "slope" and abs(p.index - at) <= near for p in cp.points
+                        hits += all(
+                            any(p.kind == "slope" and abs(p.index - at) <= near for p in cp.points)
+                            for at in bends
                         )
                     cells.append(f"φ={phi:g}: {hits / reps:.2f} ({levels / reps:.1f}/"
                                  f"{slopes / reps:.1f})")  # fmt: skip
@@ -101,11 +112,14 @@ def null(reps: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", action="store_true")
+    parser.add_argument("--two-bends", action="store_true")
     parser.add_argument("--null", action="store_true")
     parser.add_argument("--reps", type=int, default=100)
     args = parser.parse_args()
     if args.shapes:
-        shapes(args.reps)
+        shapes(args.reps, SHAPES)
+    if args.two_bends:
+        shapes(args.reps, TWO_BENDS)
     if args.null:
         null(args.reps)
 

@@ -28,11 +28,18 @@ of gates a level point passes:
   supports it most.
 
 A kept kink splits its segment, and both parts are searched again (binary segmentation on
-slopes), each with its own line. Kinks are searched on one-column series only.
+slopes), each with its own line. Binary segmentation is blind to two bends that undo each other
+(flat → ramp → flat: no one-kink line fits it, and the misfit reads as persistent noise), so
+where the caller asks (``windows``), a series whose best kink fails is also searched in its two
+two-thirds windows, each holding one such bend alone: at half a window's spent level, only
+with noise about the window's kinked line whose memory the table covers, and still the best
+kink between its final neighbours once the search ends. Kinks are searched on one-column series
+only.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable
@@ -77,6 +84,10 @@ TABLE_Z2: tuple[tuple[float, ...], ...] = (
 TABLE_PHI_MAX = 0.9  # the largest φ the table's bars were simulated at: its size holds up to it
 _CANCELLATION = 1e-9  # of the largest, a hinge's spread below rounding error (float64 ~ 1e-16 n³)
 MIN_SIDE = 5  # fewest readings on either side of a kink: a slope needs more than a level
+_NOISE_FREE = 1e-9  # residuals spanning less of the series' range: rounding, not noise
+_PHI_TOLERANCE = 1e-9  # a φ this close to a cap is at it
+_WINDOW = 2 / 3  # of the series, each of the two windows searched when its best kink fails
+_WINDOW_SHARE = 0.5  # of a window's level: the two spend 2/3 of the series' level more
 MIN_LENGTH = 20  # shortest segment searched (the trend's own shortest series)
 
 
@@ -234,6 +245,24 @@ def pays_without_a_spike(
     return bool(rest > 0.0 and without**2 / rest / variance >= bar)
 
 
+def noise_free(y: FloatArray, resid: FloatArray) -> bool:
+    """Whether residuals ``resid`` span a negligible share of ``y``'s range: rounding, not
+    noise."""
+    return float(np.ptp(resid)) <= _NOISE_FREE * float(np.ptp(y))
+
+
+def memory_covered(y: FloatArray, resid: FloatArray) -> bool:
+    """Whether the noise ``resid`` about a broken line through ``y`` has a memory the table's
+    bars hold for: the φ its long-run scale implies (blocks, which see the long range) below
+    :data:`TABLE_PHI_MAX` and below the memory ``y``'s length can measure. Beyond either, a
+    bend is the noise's own wander (an M/M/1 busy period rises and falls). Noise-free
+    residuals are covered."""
+    if noise_free(y, resid):
+        return True
+    implied = robust_mod.long_run_noise(resid)[2]
+    return implied < min(TABLE_PHI_MAX, robust_mod.memory_cap(y.size)) - _PHI_TOLERANCE
+
+
 def judge(
     y: FloatArray,
     *,
@@ -244,8 +273,11 @@ def judge(
     cost: Cost,
     log_levels: bool = False,
     rounding: float = 0.0,
+    memory: bool = False,
 ) -> Kink | None:
-    """The best kink of ``y`` (one segment) when it passes every gate, else None."""
+    """The best kink of ``y`` (one segment) when it passes every gate, else None. ``memory``:
+    also when the noise about the kinked line has a memory the table covers
+    (:func:`memory_covered`)."""
     n = y.size
     scan = best_kink(y, side)
     if scan is None or scan.denominator <= 0.0:
@@ -253,7 +285,7 @@ def judge(
     beta = scan.numerator / scan.denominator
     resid = scan.residual - beta * scan.hinge
     variance, phi = long_run(resid, rounding_share(y - resid, rounding))
-    if variance <= 0.0:
+    if variance <= 0.0 or (memory and not memory_covered(y, resid)):
         return None
     z2 = scan.numerator**2 / scan.denominator / variance
     critical = critical_z2(n, alpha)
@@ -309,38 +341,70 @@ def find_kinks(
     log_levels: bool = False,
     rounding: float = 0.0,
     most: int | None = None,
+    windows: bool = False,
 ) -> list[Kink]:
     """Kinks inside each segment of ``bounds`` (0 … n) of the one-column series ``y``: the
     best kink of a segment, when kept, splits it and both parts are searched again. Each
     segment is tested at α · its length / n (``spend``), else at α. ``most``: stop once more
-    than that many are found (the caller then wants none of them)."""
+    than that many are found (the caller then wants none of them). ``windows``: when the whole
+    series' best kink fails, search its two-thirds windows (see the module's docstring)."""
     n = y.size
     side = max(min_size, MIN_SIDE)
     found: list[Kink] = []
     todo = [(a, b) for a, b in itertools.pairwise(bounds)]
-    while todo and (most is None or len(found) <= most):
-        a, b = todo.pop()
+
+    def judged(a: int, b: int, share: float = 1.0, memory: bool = False) -> Kink | None:
         if b - a < max(MIN_LENGTH, 2 * side + 1):
-            continue
+            return None
         kink = judge(
             y[a:b],
-            alpha=alpha * (b - a) / n if spend else alpha,
+            alpha=share * (alpha * (b - a) / n if spend else alpha),
             side=side,
             min_effect=min_effect,
             min_relative_change=min_relative_change,
             cost=cost,
             log_levels=log_levels,
             rounding=rounding,
+            memory=memory,
         )
+        return (
+            None
+            if kink is None
+            else dataclasses.replace(kink, index=a + kink.index, start=a, stop=b)
+        )
+
+    opened: Kink | None = None  # the kink a window found, on which every other then rests
+    while todo and (most is None or len(found) <= most):
+        a, b = todo.pop()
+        kink = judged(a, b)
+        if kink is None and windows and (a, b) == (0, n):
+            # two bends that undo each other: each two-thirds window holds one alone. Once a
+            # series, at half a window's level (the two spend 2/3 of the series' level more),
+            # with noise the table covers (M/M/1 busy periods are bumps too: without it, 2 of
+            # 400 response series at N = 1,000, ρ = .8 got a false kink, and 1 at N = 100)
+            part = round(_WINDOW * n)
+            tries = [judged(w, w + part, _WINDOW_SHARE, memory=True) for w in (0, n - part)]
+            kink = max((k for k in tries if k is not None), default=None,
+                       key=lambda k: k.statistic / k.critical_value)  # fmt: skip
+            opened = None if kink is None else dataclasses.replace(kink, start=a, stop=b)
+            kink = opened
         if kink is None:
             continue
-        at = a + kink.index
-        found.append(
-            Kink(at, a, b, kink.slope_before, kink.slope_after, kink.statistic,
-                 kink.critical_value, kink.p_value, kink.alpha, kink.phi, kink.effect)
-        )  # fmt: skip
-        todo += [(a, at), (at, b)]
-    return sorted(found, key=lambda k: k.index)
+        found.append(kink)
+        todo += [(a, kink.index), (kink.index, b)]
+    found.sort(key=lambda k: k.index)
+    if opened is not None:
+        # every other kink rests on the window's (the whole series' best kink failed), so it
+        # must still be the best kink between its final neighbours, passing every gate there:
+        # its size is how far the line moves before the next bend (a −10% crash in growth,
+        # two bends 15 readings apart, moved each window's line by more than its 11% floor;
+        # re-placed anywhere between them, it passed at the crash's last few readings)
+        at = [0, *(k.index for k in found), n]
+        i = at.index(opened.index)
+        again = judged(at[i - 1], at[i + 1])
+        if again is None or abs(again.index - opened.index) > side:
+            return []
+    return found
 
 
 def broken_line(

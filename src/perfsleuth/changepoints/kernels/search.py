@@ -1314,7 +1314,7 @@ def _with_kinks(
     y: FloatArray,
     slope: float,
     accepted: list[ChangePoint],
-    judged: Callable[[FloatArray, list[int]], list[kinks.Kink]],
+    judged: Callable[..., list[kinks.Kink]],
     search: _Practical,
 ) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
     """Changes of growth rate on a trending one-column series: (level points, kinks, level
@@ -1329,14 +1329,17 @@ def _with_kinks(
     for bends at 62, 90 and 120); a real shift on a bending curve is one step beside the bends
     (a saturating rise rounded to a grid, a shift of 5 grid steps: the staircase, or bends
     that swallowed the shift). The best description by BIC is kept, the level search's on a
-    tie."""
+    tie. Two bends that undo each other (``find_kinks``' windows) are looked for where there is
+    no level point, or where the broken line alone replaces at least two: a broken line with
+    two kinks beside one level point is no simpler (California's accidents: a significant
+    step at the 1986 seat-belt law became a ramp between two bends)."""
     n = y.size
     cuts = sorted(p.index for p in accepted)
     bounds = [0, *cuts, n]
-    inside = judged(y, bounds)
+    inside = judged(y, bounds, windows=not accepted)
     if not accepted:
         return accepted, inside, []
-    alone = judged(y, [0, n])
+    alone = judged(y, [0, n], windows=len(accepted) >= 2)
     resolution = search.grain()
     real = _steps_beside(y, alone, accepted, search)
     if not alone and not real:
@@ -1385,24 +1388,24 @@ def _broken_line_instead(
     most one kink more than the level points, and at most :data:`_MOST_TURNS` (a V, a Λ with a
     plateau, a W) — a staircase drawn by kinks needs two a step, and searching them all cost a
     10⁵-reading series with 50 steps 0.18 s, doubling its time. So level points whose steps
-    turn (up, then down) more often than that are kept as they are, unsearched."""
+    turn (up, then down) more often than that are kept as they are, unsearched. Two bends that
+    undo each other (``find_kinks``' windows) are looked for only where they would replace at
+    least two level points (a flat → ramp → flat drawn as a staircase)."""
     n = y.size
     ordered = sorted(accepted, key=lambda p: p.index)
     rises = [p.mean_after[0] > p.mean_before[0] for p in ordered]
     if sum(a != b for a, b in itertools.pairwise(rises)) > _MOST_TURNS:
         return accepted, [], []  # a staircase that turns more often than a few bends do
     most = min(len(accepted) + 1, _MOST_TURNS)
-    alone = judged(y, [0, n], most=most)
+    alone = judged(y, [0, n], most=most, windows=len(accepted) >= 2)
     if not alone or len(alone) > most:
         return accepted, [], []
     broken = kinks.broken_line(y, [0, n], alone, np.zeros(n))
     resid = y - broken
-    if float(np.ptp(resid)) > _NOISE_FREE * float(np.ptp(y)):  # else rounding, not noise
-        memory = robust_mod.long_run_noise(resid)[2]
-        if memory >= min(kinks.TABLE_PHI_MAX, robust_mod.memory_cap(n)) - _PHI_TOLERANCE:
-            return accepted, [], []
-        if not _beats_a_random_walk(y, resid, 2 * len(alone) + 2):
-            return accepted, [], []
+    if not kinks.memory_covered(y, resid):
+        return accepted, [], []
+    if not kinks.noise_free(y, resid) and not _beats_a_random_walk(y, resid, 2 * len(alone) + 2):
+        return accepted, [], []
     stepped = _segment_means(y[:, None], sorted(p.index for p in accepted))[:, 0]
     # parameters: a position and a level per point and the mean; a position and a slope per
     # kink, an intercept and the first slope
@@ -1491,7 +1494,7 @@ def _beside(
     y: FloatArray,
     bends: list[kinks.Kink],
     real: list[ChangePoint],
-    judged: Callable[[FloatArray, list[int]], list[kinks.Kink]],
+    judged: Callable[..., list[kinks.Kink]],
 ) -> tuple[FloatArray, list[kinks.Kink]]:
     """(residuals, kinks) of the broken line beside the steps ``real``: the steps measured
     beside the hinges of ``bends`` (the broken line's alone and those inside the level
@@ -1504,7 +1507,7 @@ def _beside(
     at = sorted({k.index for k in bends})
     design = np.column_stack([*_hinges(n, at), *steps])
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    found = judged(y - np.column_stack(steps) @ coef[-len(steps) :], [0, n])
+    found = judged(y - np.column_stack(steps) @ coef[-len(steps) :], [0, n], windows=True)
     design = np.column_stack([*_hinges(n, [k.index for k in found]), *steps])
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
     return y - design @ coef, found
@@ -1580,8 +1583,6 @@ def _rescaled(x: FloatArray) -> tuple[FloatArray, float]:
 
 _TREND_MIN_LENGTH = 20  # shorter series: too few points to tell a trend from noise
 _MOST_TURNS = 3  # kinks of a broken line that may replace the level points of a flat series
-_NOISE_FREE = 1e-9  # residuals spanning less of the series' range: rounding, not noise
-_PHI_TOLERANCE = 1e-9  # a φ this close to a cap is at it
 _TREND_ROUNDS = 2  # refits of the common slope; the search settles after one or two
 _PRUNE_MAX = 40  # most change points of a trend model checked by backward elimination
 _LEAN_T = 1.5  # |t| of the within-segment slope that makes a trend worth trying
