@@ -1199,14 +1199,16 @@ def _lone_jumps(y: FloatArray, alpha: float) -> list[int]:
     d = np.diff(y[:, 0])
     dev = np.abs(d - np.median(d))
     most = min(_MOST_JUMPS + 1, dev.size)
-    top = np.sort(dev[np.argpartition(dev, -most)[-most:]])[::-1]
+    order = np.argpartition(dev, -most)[-most:]
+    order = order[np.argsort(dev[order])[::-1]]  # the largest moves, largest first
+    top = dev[order]
     with np.errstate(divide="ignore", invalid="ignore"):
         evidence = _JUMP_TAIL_INDEX * np.arange(1, most) * np.log(top[:-1] / top[1:])
     evidence[~(top[:-1] > 0.0)] = 0.0  # no move, or 0/0
     k = int(np.argmax(evidence)) + 1
     if evidence[k - 1] < -math.log(alpha):
         return []
-    return sorted(int(i) + 1 for i in np.argpartition(dev, -k)[-k:])
+    return sorted(int(i) + 1 for i in order[:k])
 
 
 def _hidden_steps(y: FloatArray, accepted: list[ChangePoint], search: _Practical) -> list[int]:
