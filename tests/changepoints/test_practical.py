@@ -569,3 +569,20 @@ def test_a_straight_line_in_persistent_noise_is_seldom_cut_into_steps() -> None:
             x = 100.0 + 4.0 * np.arange(400) / 400 + lfilter([1.0], [1.0, -phi], e)
             hits += any(p.kind == "level" for p in find_change_points(x).points)
     assert hits / 300 <= 0.12
+
+
+def test_every_dropped_candidate_carries_its_verdict() -> None:
+    # A search's dropped candidates that the pruning never tested get their verdict when the
+    # result is read (``search._Dropped``): on a gradual ramp (flat → ramp → flat, rising 4
+    # noise σ) every split is a candidate and several searches drop them, none of them read
+    # but the kept description's. Read, each has the test's critical value and p-value, and
+    # both say the same about it.
+    n = 1000
+    t = np.arange(float(n))
+    x = np.clip(t - 0.3 * n, 0.0, 0.4 * n) * (4.0 / n) + np.random.default_rng(0).standard_normal(n)
+    found = find_change_points(x)
+    testable = [p for p in found.rejected if p.stop - p.start >= search._testable(found.min_size)]
+    assert len(testable) >= 3
+    for p in testable:
+        assert math.isfinite(p.critical_value) and 0.0 <= p.p_value <= 1.0
+        assert p.significant == (p.p_value <= p.alpha)

@@ -129,9 +129,9 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, overload, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -1041,7 +1041,7 @@ class _Description:
     cycle: FloatArray
     slope: FloatArray
     accepted: list[ChangePoint]
-    rejected: list[ChangePoint]
+    rejected: Sequence[ChangePoint]
     bends: list[kinks.Kink]
     resolution: FloatArray  # per column, the rounding σ of the values on this scale (``grid``)
 
@@ -1107,18 +1107,20 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
         # of |t| > _LEAN_T, significant or not) once its own slope is removed: a first start
         # that found the trend inside its segments has not left it as a staircase (and its
         # segments, less their common slope, cannot lean). That saves its searches otherwise.
-        runs: dict[tuple[bytes, tuple[int, ...]], tuple[list[ChangePoint], ...]] = {}
+        runs: dict[
+            tuple[bytes, tuple[int, ...]], tuple[list[ChangePoint], Sequence[ChangePoint]]
+        ] = {}
 
         def searched(
             slope: FloatArray, previous: list[int]
-        ) -> tuple[list[ChangePoint], list[ChangePoint]]:
+        ) -> tuple[list[ChangePoint], Sequence[ChangePoint]]:
             """The search of the series less ``slope``, started from ``previous``; the two
             starts often meet, and a (slope, points) pair met before is not searched again."""
             key = (slope.tobytes(), tuple(previous))
             if key not in runs:
                 runs[key] = search.run(_detrend(adjusted, slope), slope, previous)
             kept, dropped = runs[key]
-            return list(kept), list(dropped)
+            return list(kept), dropped
 
         flat = (np.zeros(dims), accepted, rejected)
         zero = _alternate(searched, adjusted, np.zeros(dims), accepted, rejected)
@@ -1604,12 +1606,12 @@ def _detrend(y: FloatArray, slope: FloatArray) -> FloatArray:
 
 
 def _alternate(
-    searched: Callable[[FloatArray, list[int]], tuple[list[ChangePoint], list[ChangePoint]]],
+    searched: Callable[[FloatArray, list[int]], tuple[list[ChangePoint], Sequence[ChangePoint]]],
     y: FloatArray,
     slope: FloatArray,
     accepted: list[ChangePoint],
-    rejected: list[ChangePoint],
-) -> tuple[FloatArray, list[ChangePoint], list[ChangePoint]]:
+    rejected: Sequence[ChangePoint],
+) -> tuple[FloatArray, list[ChangePoint], Sequence[ChangePoint]]:
     """Refit the within-segment slope and search again (``searched(slope, points)``: the
     series less the slope, from the points) until the slope settles."""
     for _ in range(_TREND_ROUNDS):
@@ -2010,6 +2012,41 @@ def _mean(part: FloatArray) -> tuple[float, ...]:
     return tuple(float(v) for v in part.mean(axis=0))
 
 
+class _Dropped(Sequence[ChangePoint]):
+    """A search's dropped candidates, each untested one's verdict looked up when they are first
+    read: only the description finally kept is read, and on a gradual ramp, where every split
+    is a candidate, each of the trend's several searches drops thousands (a table lookup each:
+    10 of 23 s at 10⁶ readings, ``benchmarks/changepoints_ramp_speed.py``)."""
+
+    def __init__(self, points: list[ChangePoint], later: dict[int, Callable[[], Assessment]]):
+        self._points = points
+        self._later = later  # by index, the verdicts still to look up
+
+    def _read(self) -> list[ChangePoint]:
+        if self._later:
+            for k, p in enumerate(self._points):
+                if p.index in self._later:
+                    verdict = self._later[p.index]()
+                    self._points[k] = dataclasses.replace(
+                        p, critical_value=verdict.critical_value, p_value=verdict.p_value
+                    )
+            self._later = {}
+        return self._points
+
+    def __len__(self) -> int:
+        return len(self._points)
+
+    @overload
+    def __getitem__(self, k: int) -> ChangePoint: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[ChangePoint]: ...
+    def __getitem__(self, k: int | slice) -> ChangePoint | list[ChangePoint]:
+        return self._read()[k]
+
+    def __iter__(self) -> Iterator[ChangePoint]:
+        return iter(self._read())
+
+
 @dataclass(frozen=True, slots=True)
 class _Practical:
     """The default search: seeded candidates, then every point judged between its neighbours
@@ -2040,7 +2077,7 @@ class _Practical:
 
     def run(
         self, level: FloatArray, slope: FloatArray | None = None, previous: list[int] | None = None
-    ) -> tuple[list[ChangePoint], list[ChangePoint]]:
+    ) -> tuple[list[ChangePoint], Sequence[ChangePoint]]:
         """(kept, dropped) change points of ``level`` (n × dims, the series' units, cycle and
         ``slope`` per observation removed); ``previous``: points of an earlier, similar search,
         about which the noise is measured first (they only save rounds)."""
@@ -2101,16 +2138,10 @@ class _Practical:
             phi_null = float(num / whole) if whole > 0 else 0.0
             return _ratio(float(whole), float(within)), phi_null
 
-        def tested(
-            sums: tuple[FloatArray, FloatArray, FloatArray],
-            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
-            a: int,
-            i: int,
-            b: int,
-        ) -> tuple[float, float, Assessment]:
-            """(T, the φ tested, the test's verdict) of the split at ``i`` of [a, b), kept in
-            ``tests``: pruning and re-placing judge most points again on the same segment,
-            and the table lookup is the costly part of a judgement.
+        def statistic(
+            sums: tuple[FloatArray, FloatArray, FloatArray], a: int, i: int, b: int
+        ) -> tuple[float, float]:
+            """(T, the φ tested) of the split at ``i`` of [a, b).
 
             The φ tested is the segment's lag-1 autocorrelation under "no change" (the
             paper's, which keeps the size at α) unless that exceeds all the persistence the
@@ -2128,15 +2159,36 @@ class _Practical:
             persistence (M/M/1 response times at ρ = .8: .88 transformed, .96 untransformed,
             and a false change in .18 of 1,000-point series tested at the lower), while
             spikes lower it on the series' own scale."""
+            t, phi_null = paper_statistic(sums, a, i, b)
+            phi_null = max(phi_null, paper_statistic(own_sums, a, i, b)[1])
+            return t, min(phi_null, phi_cap)
+
+        def verdict_of(t: float, phi: float, a: int, b: int) -> Callable[[], Assessment]:
+            """The test's verdict on T of [a, b) at ``phi``, to look up (the costly part of a
+            judgement: the table's curve at that length and φ)."""
+            return functools.partial(
+                self.test.assess,
+                t,
+                n=b - a,
+                phi=phi,
+                alpha=self._level_alpha(b - a),
+                dims=dims,
+                min_size=m,
+            )
+
+        def tested(
+            sums: tuple[FloatArray, FloatArray, FloatArray],
+            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
+            a: int,
+            i: int,
+            b: int,
+        ) -> tuple[float, float, Assessment]:
+            """(T, the φ tested, the test's verdict) of the split at ``i`` of [a, b), kept in
+            ``tests``: pruning and re-placing judge most points again on the same segment."""
             key = (a, i, b)
             if key not in tests:
-                t, phi_null = paper_statistic(sums, a, i, b)
-                phi_null = max(phi_null, paper_statistic(own_sums, a, i, b)[1])
-                phi = min(phi_null, phi_cap)
-                verdict = self.test.assess(
-                    t, n=b - a, phi=phi, alpha=self._level_alpha(b - a), dims=dims, min_size=m
-                )
-                tests[key] = (t, phi, verdict)
+                t, phi = statistic(sums, a, i, b)
+                tests[key] = (t, phi, verdict_of(t, phi, a, b)())
             return tests[key]
 
         def judge(
@@ -2353,15 +2405,21 @@ class _Practical:
                 break
             points = found
 
+        later: dict[int, Callable[[], Assessment]] = {}  # a dropped candidate's, by index
+
         def point(judged: seeded.Judged, final: bool) -> ChangePoint:
             a, i, b = judged.start, judged.index, judged.stop
-            # a dropped candidate between close neighbours can sit in a segment too short
-            # for the test (two single points): it was never tested, so it has no verdict
-            if b - a >= _testable(m):
-                t, phi_tested, verdict = tested(sums, tests, a, i, b)
-            else:
+            if b - a < _testable(m):
+                # a dropped candidate between close neighbours can sit in a segment too short
+                # for the test (two single points): it was never tested, so it has no verdict
                 t, phi_tested = paper_statistic(sums, a, i, b)
                 verdict = Assessment(math.inf, math.nan)
+            elif final or (a, i, b) in tests:
+                t, phi_tested, verdict = tested(sums, tests, a, i, b)
+            else:  # a dropped candidate never tested: looked up when the dropped are read
+                t, phi_tested = statistic(sums, a, i, b)
+                verdict = Assessment(math.nan, math.nan)
+                later[i] = verdict_of(t, phi_tested, a, b)
             # the kept points only: their segments are disjoint, so O(n) in all
             phi_residual = (
                 float(_residual_lag1_columns(_centre(z[a:b]), i - a).max()) if final else math.nan
@@ -2387,7 +2445,9 @@ class _Practical:
         # last verdict counts
         final = {j.index for j in kept}
         last = {j.index: j for j in dropped if j.index not in final}
-        return [point(j, True) for j in kept], [point(j, False) for j in last.values()]
+        return [point(j, True) for j in kept], _Dropped(
+            [point(j, False) for j in last.values()], later
+        )
 
     def _critical_z2(
         self, test: SignificanceTest, dims: float
