@@ -1,5 +1,5 @@
 """The defaults' time on a long gradual ramp: flat → ramp → flat (a load moved gradually from
-one level to another), rising 4 noise σ over the middle 40%, white noise, seed 0.
+one level to another), rising 1.6 noise σ over the middle 40%, white noise, seed 0.
 
 Every split of a ramp is a candidate of the level search, and the trend's starts and
 alternations run that search several times: a defect recorded in ``docs/changepoints.md``

@@ -134,6 +134,21 @@ def test_two_bends_that_undo_each_other_are_two_slope_points(shape: str) -> None
         assert abs(bends[0] - 30) <= 2 and abs(bends[1] - 70) <= 2, (seed, cp.points)
 
 
+def test_each_kink_is_judged_again_between_its_final_neighbours() -> None:
+    """A gentle ramp between flats in a long series (rising 4 noise σ over the middle 40% of
+    10,000 readings): the whole series' best kink falls at 79%, between the ramp's end and the
+    series' end, and binary segmentation kept it beside the two bends found after it in 10 of
+    10 series. Judged again between its final neighbours (flat there) it goes, and the bends
+    move to the best kink between theirs."""
+    n = 10_000
+    t = np.arange(float(n))
+    for seed in range(3):
+        x = np.clip(t - 0.3 * n, 0.0, 0.4 * n) * (10.0 / n)
+        cp = find_change_points(x + np.random.default_rng(seed).standard_normal(n))
+        assert [p.kind for p in cp.points] == ["slope", "slope"], (seed, cp.indices)
+        assert abs(cp.indices[0] - 3_000) <= 200 and abs(cp.indices[1] - 7_000) <= 200, seed
+
+
 def test_windows_are_searched_only_when_asked_and_only_in_short_memory_noise() -> None:
     t = np.arange(200.0)
     x = np.clip(t - 60, 0.0, 80.0) + np.random.default_rng(3).standard_normal(200)

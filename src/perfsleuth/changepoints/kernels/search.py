@@ -934,19 +934,7 @@ def find_change_points(
             float(min_effect), float(min_relative_change), float(penalty), log,
             resolution=rounding,
         )  # fmt: skip
-        model = _describe(x, practical)
-        if _may_grow(x, model, practical.min_effect):
-            # a positive series that grows may grow by a rate, not an amount (step 6)
-            logged = _describe(
-                np.log(x),
-                dataclasses.replace(
-                    practical, log_levels=True, resolution=_log_rounding(x, rounding)
-                ),
-            )
-            # a rate of growth needs a growth: a log description with no trend only changes
-            # the noise's scale (M/M/1 response times, N = 100, ρ = .8: 23 → 33 of 400 false)
-            if logged.slope.any() and _better_on_log_scale(x, model, logged):
-                model = logged
+        model = _on_its_scale(x, practical, rounding)
     else:
         model = _paper_description(
             x, _Search(test, float(alpha), size, alpha_spending, max_depth, n, dims)
@@ -1086,6 +1074,43 @@ def _paper_description(x: FloatArray, search: _Search) -> _Description:
     zero = np.zeros_like(x)
     return _Description(
         "linear", x, (), zero, np.zeros(dims), accepted, rejected, [], np.zeros(dims)
+    )
+
+
+def _on_its_scale(x: FloatArray, practical: _Practical, rounding: FloatArray) -> _Description:
+    """The default search's description of ``x`` on its own scale or, for a positive series
+    that may grow by a rate, not an amount (step 6), on its logarithm when that explains the
+    values better.
+
+    The scale is chosen at the default effect floors, then described at the caller's: the
+    floors say which changes are worth reporting, not what the series is. A floor above a
+    crash in exponential growth leaves the log description that crash unexplained, and a
+    broken line on the series' own scale, bending where the growth does, then won (a −10%
+    crash under an 11% floor, 120 readings: three slope points, once the kinks settled)."""
+    n = x.shape[0]
+
+    def logs(search: _Practical) -> _Practical:
+        return dataclasses.replace(search, log_levels=True, resolution=_log_rounding(x, rounding))
+
+    floors = dataclasses.replace(
+        practical,
+        min_effect=DEFAULT_MIN_EFFECT,
+        min_relative_change=DEFAULT_MIN_RELATIVE_CHANGE if n >= LONG_SERIES else 0.0,
+    )
+    model = _describe(x, floors)
+    if _may_grow(x, model, floors.min_effect):
+        logged = _describe(np.log(x), logs(floors))
+        # a rate of growth needs a growth: a log description with no trend only changes the
+        # noise's scale (M/M/1 response times, N = 100, ρ = .8: 23 → 33 of 400 false)
+        if logged.slope.any() and _better_on_log_scale(x, model, logged):
+            model = logged
+    if (practical.min_effect, practical.min_relative_change) == (
+        floors.min_effect,
+        floors.min_relative_change,
+    ):
+        return model
+    return (
+        _describe(np.log(x), logs(practical)) if model.scale == "log" else _describe(x, practical)
     )
 
 
