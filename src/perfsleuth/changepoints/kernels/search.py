@@ -798,6 +798,8 @@ significance for long series, whose length makes ±1–5% shifts significant; it
 the level, so it depends on where the series' zero is, which the values do not show (1 °C is
 2.2% of a body temperature of 37 °C). A shorter series' points are few and large by the test
 and the cost alone, and its level's zero is not trusted."""
+
+
 DEFAULT_PENALTY = 5.0
 """Default parsimony penalty: a point must explain ``penalty`` times 2 ln(e n / m) long-run
 variances, m its shorter side (:func:`_cost`)."""
@@ -812,6 +814,11 @@ _PRUNE_ROUNDS = 3  # prune, re-place, prune again: settles in one or two
 _PHI_CAP_SE = 2.0  # standard errors (≈ 3/√n) added to the noise's φ from differences
 _MAX_EXPONENT = 700.0  # e^700 ≈ 1e304: a bar no z² reaches, without overflow
 _SAME_PHI = 1e-6  # an implied φ this close to the AR(1) one: the AR(1) scale was the larger
+
+
+def _default_relative_change(n: int) -> float:
+    """The relative floor a series of ``n`` observations gets by default."""
+    return DEFAULT_MIN_RELATIVE_CHANGE if n >= LONG_SERIES else 0.0
 
 
 @one_blas_thread  # small problems: more BLAS threads only spin on a busy host (perfsleuth.blas)
@@ -918,7 +925,7 @@ def find_change_points(
     n, dims = raw.shape
     size = _auto_min_size(n) if min_size is None else int(min_size)
     if min_relative_change is None:
-        min_relative_change = DEFAULT_MIN_RELATIVE_CHANGE if n >= LONG_SERIES else 0.0
+        min_relative_change = _default_relative_change(n)
     # Values near the float range overflow when squared: search a copy scaled by a power of two
     # (exact), report levels in the series' own units.
     x, unit = _rescaled(raw)
@@ -1095,7 +1102,7 @@ def _on_its_scale(x: FloatArray, practical: _Practical, rounding: FloatArray) ->
     floors = dataclasses.replace(
         practical,
         min_effect=DEFAULT_MIN_EFFECT,
-        min_relative_change=DEFAULT_MIN_RELATIVE_CHANGE if n >= LONG_SERIES else 0.0,
+        min_relative_change=_default_relative_change(n),
     )
     model = _describe(x, floors)
     if _may_grow(x, model, floors.min_effect):
