@@ -1094,7 +1094,9 @@ def _on_its_scale(x: FloatArray, practical: _Practical, rounding: FloatArray) ->
     crash in exponential growth leaves the log description that crash unexplained, and a
     broken line on the series' own scale, bending where the growth does, then won (a −10%
     crash under an 11% floor, 120 readings: three slope points, once the kinks settled)."""
-    n = x.shape[0]
+    n, dims = x.shape
+    if dims != 1 or not bool(np.all(x > 0)):
+        return _describe(x, practical)  # no logarithm, so no scale to choose
 
     def logs(search: _Practical) -> _Practical:
         return dataclasses.replace(search, log_levels=True, resolution=_log_rounding(x, rounding))
