@@ -2047,28 +2047,24 @@ def _mean(part: FloatArray) -> tuple[float, ...]:
 
 
 class _Dropped(Sequence[ChangePoint]):
-    """A search's dropped candidates, each untested one's verdict looked up when they are first
-    read: only the description finally kept is read, and on a gradual ramp, where every split
-    is a candidate, each of the trend's several searches drops thousands (a table lookup each:
-    10 of 23 s at 10⁶ readings, ``benchmarks/changepoints_ramp_speed.py``)."""
+    """A search's dropped candidates, made into change points (their statistics and the
+    test's verdicts) when first read: only the description finally kept is read, and on a
+    gradual ramp, where every split is a candidate, each of the trend's several searches drops
+    thousands (the table's lookups alone were 10 of 23 s at 10⁶ readings,
+    ``benchmarks/changepoints_ramp_speed.py``)."""
 
-    def __init__(self, points: list[ChangePoint], later: dict[int, Callable[[], Assessment]]):
-        self._points = points
-        self._later = later  # by index, the verdicts still to look up
+    def __init__(self, count: int, build: Callable[[], list[ChangePoint]]):
+        self._count = count
+        self._build: Callable[[], list[ChangePoint]] | None = build
+        self._points: list[ChangePoint] = []
 
     def _read(self) -> list[ChangePoint]:
-        if self._later:
-            for k, p in enumerate(self._points):
-                if p.index in self._later:
-                    verdict = self._later[p.index]()
-                    self._points[k] = dataclasses.replace(
-                        p, critical_value=verdict.critical_value, p_value=verdict.p_value
-                    )
-            self._later = {}
+        if self._build is not None:
+            self._points, self._build = self._build(), None  # the search's arrays are freed
         return self._points
 
     def __len__(self) -> int:
-        return len(self._points)
+        return self._count
 
     @overload
     def __getitem__(self, k: int) -> ChangePoint: ...
@@ -2439,48 +2435,74 @@ class _Practical:
                 break
             points = found
 
-        later: dict[int, Callable[[], Assessment]] = {}  # a dropped candidate's, by index
-
-        def point(judged: seeded.Judged, final: bool) -> ChangePoint:
+        def evidence(judged: seeded.Judged, final: bool) -> tuple[float, float, Assessment | None]:
+            """(T, the φ tested, the test's verdict: None while still to be looked up)."""
             a, i, b = judged.start, judged.index, judged.stop
             if b - a < _testable(m):
                 # a dropped candidate between close neighbours can sit in a segment too short
                 # for the test (two single points): it was never tested, so it has no verdict
-                t, phi_tested = paper_statistic(sums, a, i, b)
-                verdict = Assessment(math.inf, math.nan)
-            elif final or (a, i, b) in tests:
-                t, phi_tested, verdict = tested(sums, tests, a, i, b)
-            else:  # a dropped candidate never tested: looked up when the dropped are read
-                t, phi_tested = statistic(sums, a, i, b)
-                verdict = Assessment(math.nan, math.nan)
-                later[i] = verdict_of(t, phi_tested, a, b)
-            # the kept points only: their segments are disjoint, so O(n) in all
-            phi_residual = (
-                float(_residual_lag1_columns(_centre(z[a:b]), i - a).max()) if final else math.nan
-            )
-            return ChangePoint(
-                index=i,
-                statistic=t,
-                critical_value=verdict.critical_value,
-                p_value=verdict.p_value,
-                alpha=self._level_alpha(b - a),
-                phi=phi_tested,
-                phi_residual=phi_residual,
-                level=layer.get(i, 0),
-                start=a,
-                stop=b,
-                mean_before=tuple(float(v) for v in (pl[i] - pl[a]) / (i - a) + offset),
-                mean_after=tuple(float(v) for v in (pl[b] - pl[i]) / (b - i) + offset),
-                strength=judged.strength,
-                effect=judged.effect,
-            )
+                return *paper_statistic(sums, a, i, b), Assessment(math.inf, math.nan)
+            if final:
+                return tested(sums, tests, a, i, b)
+            return tests.get((a, i, b)) or (*statistic(sums, a, i, b), None)
 
-        # a point dropped in one round may be kept (or dropped again) in a later one: its
-        # last verdict counts
+        def means(found: list[seeded.Judged]) -> tuple[FloatArray, FloatArray]:
+            """Each point's means before and after it, the series' units (rows: the points)."""
+            a, i, b = (
+                np.array([getattr(j, k) for j in found], dtype=np.intp)
+                for k in ("start", "index", "stop")
+            )
+            before = (pl[i] - pl[a]) / (i - a)[:, None] + offset
+            return before, (pl[b] - pl[i]) / (b - i)[:, None] + offset
+
+        def as_points(
+            found: list[seeded.Judged],
+            evidences: list[tuple[float, float, Assessment | None]],
+            before: FloatArray,
+            after: FloatArray,
+            phi_residuals: list[float],
+        ) -> list[ChangePoint]:
+            made = []
+            for k, (judged, (t, phi_tested, known)) in enumerate(
+                zip(found, evidences, strict=True)
+            ):
+                a, i, b = judged.start, judged.index, judged.stop
+                verdict = verdict_of(t, phi_tested, a, b)() if known is None else known
+                made.append(
+                    ChangePoint(
+                        index=i,
+                        statistic=t,
+                        critical_value=verdict.critical_value,
+                        p_value=verdict.p_value,
+                        alpha=self._level_alpha(b - a),
+                        phi=phi_tested,
+                        phi_residual=phi_residuals[k],
+                        level=layer.get(i, 0),
+                        start=a,
+                        stop=b,
+                        mean_before=tuple(float(v) for v in before[k]),
+                        mean_after=tuple(float(v) for v in after[k]),
+                        strength=judged.strength,
+                        effect=judged.effect,
+                    )
+                )
+            return made
+
+        # The kept points in full. A point dropped in one round may be kept (or dropped again)
+        # in a later one: its last verdict counts. The dropped are made into points when read
+        # (``_Dropped``), from their statistics and means taken now: the arrays are not kept.
         final = {j.index for j in kept}
-        last = {j.index: j for j in dropped if j.index not in final}
-        return [point(j, True) for j in kept], _Dropped(
-            [point(j, False) for j in last.values()], later
+        # the kept points' segments are disjoint, so O(n) in all
+        phi_residual = [
+            float(_residual_lag1_columns(_centre(z[j.start : j.stop]), j.index - j.start).max())
+            for j in kept
+        ]
+        last = list({j.index: j for j in dropped if j.index not in final}.values())
+        last_evidence = [evidence(j, False) for j in last]
+        last_means = means(last)
+        made = as_points(kept, [evidence(j, True) for j in kept], *means(kept), phi_residual)
+        return made, _Dropped(
+            len(last), lambda: as_points(last, last_evidence, *last_means, [math.nan] * len(last))
         )
 
     def _critical_z2(
