@@ -444,12 +444,21 @@ def test_a_counter_reset_at_mid_series_is_found_by_the_trend_inside_its_teeth(n:
         assert found.trend[0] == pytest.approx(5.0, rel=0.1)
 
 
-@pytest.mark.parametrize(("n", "shares"), [(60, (0.3, 0.7)), (300, (0.2, 0.45, 0.8))])
-def test_a_counter_reset_two_or_three_times_is_found_at_each_reset(n: int, shares: tuple) -> None:
+@pytest.mark.parametrize(
+    ("n", "shares"),
+    [
+        (60, (0.3, 0.7)),
+        (300, (0.2, 0.45, 0.8)),
+        (400, (0.15, 0.4, 0.55, 0.8)),
+        (1000, (0.07, 0.2, 0.28, 0.45, 0.5, 0.62, 0.8, 0.88)),
+    ],
+)
+def test_a_counter_reset_several_times_is_found_at_each_reset(n: int, shares: tuple) -> None:
     # Several resets: no one move is outsized beside the others, so the line was measured
     # through the teeth (flat) and the trend never started (main: 2 of 10 series at n = 60, 0
     # of 10 at 300). The k largest moves, k times the next, are the jumps between which it is
-    # measured (10 of 10)
+    # measured (10 of 10); k up to one a 20 readings, the level Šidák-shared among them (4
+    # and 8 resets: 0 of 10 series before)
     at = [int(share * n) for share in shares]
     for seed in range(3):
         found = find_change_points(_reset_counter(seed, n, *at))

@@ -1159,7 +1159,9 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
         flat = (np.zeros(dims), accepted, rejected)
         zero = _alternate(searched, adjusted, np.zeros(dims), accepted, rejected)
         slope, accepted, rejected = zero
-        line = _significant_slopes(adjusted, _lone_jumps(adjusted, search.alpha))
+        line = _significant_slopes(
+            adjusted, _lone_jumps(adjusted, search.alpha, float(search.grain()[0]))
+        )
         rest = _detrend(adjusted, slope)
         trending = bool(line.any()) and (
             not accepted or _monotone(rest, accepted) or _sloped(rest, accepted)
@@ -1218,31 +1220,49 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
     )
 
 
-def _lone_jumps(y: FloatArray, alpha: float) -> list[int]:
+def _lone_jumps(y: FloatArray, alpha: float, rounding: float = 0.0) -> list[int]:
     """The series' few outsized moves, where it has them (one column): the line through the
     series is measured between them. A jump is a level's move, not a trend's, and a line
     through it reads what either side does as persistent noise (a counter reset at 60% of
     200 readings: the sawtooth's line had |t| .33, inside its two teeth ≫ 3).
 
-    The k largest moves (about the median, k ≤ _MOST_JUMPS) stand out when the k-th is far
-    above the next: for independent moves with a power-law tail of index a (the lone-jump
-    test's), k·log of that ratio r is exponential with rate a (Rényi's spacings of Pareto
-    order statistics), so r^(−a k) is its tail probability — at k = 1, :func:`_lone_jump`'s
-    bar. The k with the smallest, when it is at most α. These points only start the trend's
-    search (where its line is measured), which judges every point by the level test."""
+    The k largest moves (about the median) stand out when the k-th is far above the next:
+    for independent moves with a power-law tail of index a (the lone-jump test's), k·log of
+    that ratio r is exponential with rate a (Rényi's spacings of Pareto order statistics,
+    independent for each k), so r^(−a k) is its tail probability — at k = 1,
+    :func:`_lone_jump`'s bar. K of them are looked at, up to one jump a 20 readings (the
+    trend's shortest series) and at least _MOST_JUMPS (a log rotated four times, irregularly,
+    had no jump when K was 3), and α is shared among them (a union bound: the size is at most
+    α whatever K is): 1/(k H_K) of it to k, H_K = 1 + 1/2 + … + 1/K, for a k's evidence grows
+    with k, so few jumps get the larger share (a single one in 10⁶ readings needs a ratio of
+    6, not the 100 of equal shares). The k that passes its share by most is taken. These
+    points only start the trend's search (where its line is measured), which judges every
+    point by the level test.
+
+    ``rounding``: the σ of the values' rounding (``grid``, the grid step q = √12 σ). A move
+    of rounded values is within q of the move itself, so the ratio is taken at its least,
+    (k-th − q) / (next + q): on a grid, moves only a step apart (5 and 4 requests a reading
+    about the median) are not far apart, and a rounded line, flat but for a step of q every
+    20 readings, has no outsized move at all."""
     if _JUMP_TAIL_INDEX is None or y.shape[1] != 1 or y.shape[0] < 4:
         return []
     d = np.diff(y[:, 0])
     dev = np.abs(d - np.median(d))
-    most = min(_MOST_JUMPS + 1, dev.size)
+    looked_at = min(max(_MOST_JUMPS, dev.size // _TREND_MIN_LENGTH), dev.size - 1)
+    most = looked_at + 1
     order = np.argpartition(dev, -most)[-most:]
     order = order[np.argsort(dev[order])[::-1]]  # the largest moves, largest first
     top = dev[order]
+    step = math.sqrt(12.0) * rounding  # the grid step q: a move's rounding error is under q
     with np.errstate(divide="ignore", invalid="ignore"):
-        evidence = _JUMP_TAIL_INDEX * np.arange(1, most) * np.log(top[:-1] / top[1:])
-    evidence[~(top[:-1] > 0.0)] = 0.0  # no move, or 0/0
-    k = int(np.argmax(evidence)) + 1
-    if evidence[k - 1] < -math.log(alpha):
+        ratio = (top[:-1] - step) / (top[1:] + step)
+        evidence = _JUMP_TAIL_INDEX * np.arange(1, most) * np.log(ratio)
+    evidence[~(ratio > 0.0)] = 0.0  # no move, or none beyond its rounding
+    # k's share of α: 1 / (k H), H = 1 + 1/2 + … + 1/K (its evidence grows with k)
+    ks = np.arange(1, most)
+    margin = evidence - np.log(ks * float(np.sum(1.0 / ks)) / alpha)
+    k = int(np.argmax(margin)) + 1
+    if margin[k - 1] < 0.0:
         return []
     return sorted(int(i) + 1 for i in order[:k])
 
@@ -2581,7 +2601,7 @@ def _relative_without_extremes(
 
 
 _JUMP_TAIL_INDEX: float | None = 3.0  # tail index the lone-jump test is calibrated for
-_MOST_JUMPS = 3  # outsized moves a series' trend line is measured between
+_MOST_JUMPS = 3  # outsized moves a short series' trend line may be measured between
 _JUMP_SAMPLE = 16  # other moves the lone-jump test looks at before all of them
 
 
