@@ -1159,9 +1159,8 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
         flat = (np.zeros(dims), accepted, rejected)
         zero = _alternate(searched, adjusted, np.zeros(dims), accepted, rejected)
         slope, accepted, rejected = zero
-        line = _significant_slopes(
-            adjusted, _lone_jumps(adjusted, search.alpha, float(search.grain()[0]))
-        )
+        jumps = _lone_jumps(adjusted, search.alpha, float(search.grain()[0]))
+        line = _significant_slopes(adjusted, jumps)
         rest = _detrend(adjusted, slope)
         trending = bool(line.any()) and (
             not accepted or _monotone(rest, accepted) or _sloped(rest, accepted)
@@ -1231,13 +1230,12 @@ def _lone_jumps(y: FloatArray, alpha: float, rounding: float = 0.0) -> list[int]
     that ratio r is exponential with rate a (Rényi's spacings of Pareto order statistics,
     independent for each k), so r^(−a k) is its tail probability — at k = 1,
     :func:`_lone_jump`'s bar. K of them are looked at, up to one jump a 20 readings (the
-    trend's shortest series) and at least _MOST_JUMPS (a log rotated four times, irregularly,
-    had no jump when K was 3), and α is shared among them (a union bound: the size is at most
-    α whatever K is): 1/(k H_K) of it to k, H_K = 1 + 1/2 + … + 1/K, for a k's evidence grows
-    with k, so few jumps get the larger share (a single one in 10⁶ readings needs a ratio of
-    6, not the 100 of equal shares). The k that passes its share by most is taken. These
-    points only start the trend's search (where its line is measured), which judges every
-    point by the level test.
+    trend's shortest series) and between _MOST_JUMPS (a log rotated four times, irregularly,
+    had no jump when K was 3) and _JUMPS_LOOKED_AT, and α is shared among them (a union
+    bound: the size is at most α whatever K is): 1/(k H_K) of it to k, H_K = 1 + 1/2 + … +
+    1/K, for a k's evidence grows with k, so few jumps get the larger share. The k that
+    passes its share by most is taken. These points only start the trend's search (where its
+    line is measured), which judges every point by the level test.
 
     ``rounding``: the σ of the values' rounding (``grid``, the grid step q = √12 σ). A move
     of rounded values is within q of the move itself, so the ratio is taken at its least,
@@ -1248,7 +1246,9 @@ def _lone_jumps(y: FloatArray, alpha: float, rounding: float = 0.0) -> list[int]
         return []
     d = np.diff(y[:, 0])
     dev = np.abs(d - np.median(d))
-    looked_at = min(max(_MOST_JUMPS, dev.size // _TREND_MIN_LENGTH), dev.size - 1)
+    looked_at = min(
+        max(_MOST_JUMPS, min(dev.size // _TREND_MIN_LENGTH, _JUMPS_LOOKED_AT)), dev.size - 1
+    )
     most = looked_at + 1
     order = np.argpartition(dev, -most)[-most:]
     order = order[np.argsort(dev[order])[::-1]]  # the largest moves, largest first
@@ -2602,6 +2602,9 @@ def _relative_without_extremes(
 
 _JUMP_TAIL_INDEX: float | None = 3.0  # tail index the lone-jump test is calibrated for
 _MOST_JUMPS = 3  # outsized moves a short series' trend line may be measured between
+# and a long series': more are a cycle or a series of spikes, not resets (with one a 20 readings
+# looked at, 10⁶ readings with 0.2% spikes had their spikes' moves taken for jumps)
+_JUMPS_LOOKED_AT = 30
 _JUMP_SAMPLE = 16  # other moves the lone-jump test looks at before all of them
 
 
