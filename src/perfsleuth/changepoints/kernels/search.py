@@ -1230,12 +1230,16 @@ def _lone_jumps(y: FloatArray, alpha: float, rounding: float = 0.0) -> list[int]
     that ratio r is exponential with rate a (Rényi's spacings of Pareto order statistics,
     independent for each k), so r^(−a k) is its tail probability — at k = 1,
     :func:`_lone_jump`'s bar. K of them are looked at, up to one jump a 20 readings (the
-    trend's shortest series) and between _MOST_JUMPS (a log rotated four times, irregularly,
-    had no jump when K was 3) and _JUMPS_LOOKED_AT, and α is shared among them (a union
+    trend's shortest series) within _JUMPS_LOOKED_AT (a log rotated four times, irregularly,
+    had no jump when K was 3), and α is shared among them (a union
     bound: the size is at most α whatever K is): 1/(k H_K) of it to k, H_K = 1 + 1/2 + … +
     1/K, for a k's evidence grows with k, so few jumps get the larger share. The k that
     passes its share by most is taken. These points only start the trend's search (where its
     line is measured), which judges every point by the level test.
+
+    The moves are those of the series less its spikes (a median of three): a spike is two
+    opposite moves, not a level's (the 10⁴-reading speed series' 20 spikes were 20 "jumps",
+    and the trend's start ran three more searches, to the same points).
 
     ``rounding``: the σ of the values' rounding (``grid``, the grid step q = √12 σ). A move
     of rounded values is within q of the move itself, so the ratio is taken at its least,
@@ -1244,11 +1248,11 @@ def _lone_jumps(y: FloatArray, alpha: float, rounding: float = 0.0) -> list[int]
     20 readings, has no outsized move at all."""
     if _JUMP_TAIL_INDEX is None or y.shape[1] != 1 or y.shape[0] < 4:
         return []
-    d = np.diff(y[:, 0])
+    d = np.diff(_without_spikes(y[:, 0]))
     dev = np.abs(d - np.median(d))
-    looked_at = min(
-        max(_MOST_JUMPS, min(dev.size // _TREND_MIN_LENGTH, _JUMPS_LOOKED_AT)), dev.size - 1
-    )
+    fewest, most_looked_at = _JUMPS_LOOKED_AT
+    per_length = dev.size // _TREND_MIN_LENGTH
+    looked_at = min(max(fewest, min(per_length, most_looked_at)), dev.size - 1)
     most = looked_at + 1
     order = np.argpartition(dev, -most)[-most:]
     order = order[np.argsort(dev[order])[::-1]]  # the largest moves, largest first
@@ -1265,6 +1269,16 @@ def _lone_jumps(y: FloatArray, alpha: float, rounding: float = 0.0) -> list[int]
     if margin[k - 1] < 0.0:
         return []
     return sorted(int(i) + 1 for i in order[:k])
+
+
+def _without_spikes(y: FloatArray) -> FloatArray:
+    """``y`` with each reading but the ends replaced by the median of it and its neighbours:
+    a spike (one reading out, two opposite moves) is gone, a step (one move) stays where it
+    is."""
+    out = y.copy()
+    if y.size >= 3:
+        out[1:-1] = np.median(np.stack([y[:-2], y[1:-1], y[2:]]), axis=0)
+    return out
 
 
 def _hidden_steps(y: FloatArray, accepted: list[ChangePoint], search: _Practical) -> list[int]:
@@ -2067,11 +2081,11 @@ def _mean(part: FloatArray) -> tuple[float, ...]:
 
 
 class _Dropped(Sequence[ChangePoint]):
-    """A search's dropped candidates, made into change points (their statistics and the
-    test's verdicts) when first read: only the description finally kept is read, and on a
-    gradual ramp, where every split is a candidate, each of the trend's several searches drops
-    thousands (the table's lookups alone were 10 of 23 s at 10⁶ readings,
-    ``benchmarks/changepoints_ramp_speed.py``)."""
+    """A search's dropped candidates, made into change points (the test's verdicts looked up)
+    when first read, from statistics and means taken when the search ended: only the
+    description finally kept is read, and on a gradual ramp, where every split is a
+    candidate, each of the trend's several searches drops thousands (lookups and points were
+    14 of 23 s at 10⁶ readings, ``benchmarks/changepoints_ramp_speed.py``)."""
 
     def __init__(self, count: int, build: Callable[[], list[ChangePoint]]):
         self._count = count
@@ -2601,10 +2615,10 @@ def _relative_without_extremes(
 
 
 _JUMP_TAIL_INDEX: float | None = 3.0  # tail index the lone-jump test is calibrated for
-_MOST_JUMPS = 3  # outsized moves a short series' trend line may be measured between
-# and a long series': more are a cycle or a series of spikes, not resets (with one a 20 readings
-# looked at, 10⁶ readings with 0.2% spikes had their spikes' moves taken for jumps)
-_JUMPS_LOOKED_AT = 30
+# How many jumps ``_lone_jumps`` looks at: one a 20 readings, within these bounds. More than
+# the most are a cycle or a long series' spikes, not resets (looking at one a 20 readings,
+# 10⁶ readings with 0.2% spikes had their spikes' moves taken for jumps)
+_JUMPS_LOOKED_AT = (3, 30)
 _JUMP_SAMPLE = 16  # other moves the lone-jump test looks at before all of them
 
 
