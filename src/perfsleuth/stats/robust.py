@@ -79,7 +79,8 @@ def robust_scale(r: FloatArray) -> float:
     return mad * _MAD
 
 
-def _running_median(x: FloatArray, window: int) -> FloatArray:
+def running_median(x: FloatArray, window: int) -> FloatArray:
+    """The median of each reading's ``window`` neighbours (the ends' own values repeated)."""
     from scipy.ndimage import median_filter  # heavy import; only robust searches need it
 
     out: FloatArray = median_filter(x, size=window, mode="nearest")
@@ -94,7 +95,7 @@ def clip_outliers(x: FloatArray, *, window: int, k: float = 5.0) -> tuple[FloatA
     """
     if x.size < 3:
         return x.copy(), 0
-    level = _running_median(x, window)
+    level = running_median(x, window)
     r = x - level
     sigma = robust_scale(r)
     if sigma == 0:
@@ -319,7 +320,7 @@ def cycle_share(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray, flo
     """:func:`remove_cycle`, and the share of the variation about the running median that the
     profile takes (by robust scales: 1 − (σ after / σ before)²)."""
     window = period if period % 2 else period + 1
-    detail = x - _running_median(x, window)
+    detail = x - running_median(x, window)
     profile = _phase_medians(detail, period)
     cycle = np.resize(profile, x.size)
     before = robust_scale(detail)

@@ -1248,7 +1248,7 @@ def _lone_jumps(y: FloatArray, alpha: float, rounding: float = 0.0) -> list[int]
     20 readings, has no outsized move at all."""
     if _JUMP_TAIL_INDEX is None or y.shape[1] != 1 or y.shape[0] < 4:
         return []
-    d = np.diff(_without_spikes(y[:, 0]))
+    d = np.diff(robust_mod.running_median(y[:, 0], 3))  # less its spikes
     dev = np.abs(d - np.median(d))
     fewest, most_looked_at = _JUMPS_LOOKED_AT
     per_length = dev.size // _TREND_MIN_LENGTH
@@ -1269,16 +1269,6 @@ def _lone_jumps(y: FloatArray, alpha: float, rounding: float = 0.0) -> list[int]
     if margin[k - 1] < 0.0:
         return []
     return sorted(int(i) + 1 for i in order[:k])
-
-
-def _without_spikes(y: FloatArray) -> FloatArray:
-    """``y`` with each reading but the ends replaced by the median of it and its neighbours:
-    a spike (one reading out, two opposite moves) is gone, a step (one move) stays where it
-    is."""
-    out = y.copy()
-    if y.size >= 3:
-        out[1:-1] = np.median(np.stack([y[:-2], y[1:-1], y[2:]]), axis=0)
-    return out
 
 
 def _hidden_steps(y: FloatArray, accepted: list[ChangePoint], search: _Practical) -> list[int]:
