@@ -917,6 +917,30 @@ def test_damaged_wal_header_is_refused_and_its_rows_are_kept(tmp_path: Path) -> 
         assert store.read_frame("metric")["value"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
 
 
+@pytest.mark.parametrize("kept", [3, 40, 0.5, -1])
+def test_a_log_torn_in_its_first_commit_opens_with_nothing_lost(
+    tmp_path: Path, kept: float
+) -> None:
+    """A writer killed mid-commit leaves a log with no complete commit: the commit never
+    returned, so nothing committed is in it and the store opens (a collector restarts)."""
+    path = tmp_path / "s.duckdb"
+    with Store(path) as store:
+        store.write_frame(metric_frame(entity="before", n=4), "metric")
+    _kept_in_the_wal(path)  # the 5 rows' commit, in the log only
+    wal = path.with_name(path.name + ".wal")
+    intact = wal.read_bytes()
+    cut = int(kept * len(intact)) if isinstance(kept, float) else kept % len(intact)
+    wal.write_bytes(intact[:cut])  # torn in the header, the first entry, mid-way, at the end
+    for read_only in (True, False):
+        with Store(path, read_only=read_only) as store:
+            frame = store.read_frame("metric")
+            assert sorted(set(frame["entity"])) == ["before"]
+    with Store(path) as store:  # and it takes new writes
+        store.write_frame(metric_frame(entity="after", n=4), "metric")
+    with Store(path, read_only=True) as store:
+        assert sorted(set(store.read_frame("metric")["entity"])) == ["after", "before"]
+
+
 def test_damaged_wal_entry_is_one_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
     _kept_in_the_wal(path)

@@ -374,11 +374,18 @@ class Store:
     def _check_replay(self, wal: int) -> None:
         """Refuse a store whose write-ahead log DuckDB skipped instead of replaying.
 
-        DuckDB ignores a log whose header is damaged and would drop it at the next write, with
-        the committed rows in it; it then reports an empty log.
+        DuckDB reports an empty log in two cases. A log torn during its first commit (a writer
+        killed mid-commit) held nothing committed: the commit never returned, so opening is
+        safe. A log whose header is damaged is ignored silently and would be dropped at the
+        next write, with the committed rows in it: that store is refused.
         """
         row = _first_row(self._connection(), "SELECT wal_size FROM pragma_database_size()")
-        if row is not None and str(row[0]).strip() in ("0 bytes", "0"):
+        skipped = row is not None and str(row[0]).strip() in ("0 bytes", "0")
+        if skipped and _wal_starts_as_duckdb_writes_it(self.path):
+            logger.info(
+                "%s: its write-ahead log holds no complete commit (torn by a kill)", self.path
+            )
+        elif skipped:
             raise StoreError(
                 f"{self.path}: its write-ahead log {self.path.name}.wal ({wal:,} bytes of "
                 "committed changes) is damaged and cannot be replayed; the store was not opened, "
@@ -1657,6 +1664,21 @@ def _wal_bytes(path: Path) -> int:
         return path.with_name(path.name + ".wal").stat().st_size
     except OSError:
         return 0
+
+
+# every DuckDB log starts with its version entry: field 100 (the entry type) = 98 (a version
+# entry), then field 101 (the log format); uint16 field ids, varint values
+_WAL_START: Final = b"\x64\x00\x62\x65\x00"
+
+
+def _wal_starts_as_duckdb_writes_it(path: Path) -> bool:
+    """Whether the store's log starts with an intact version entry, or is torn inside it."""
+    try:
+        with path.with_name(path.name + ".wal").open("rb") as log:
+            head = log.read(len(_WAL_START))
+    except OSError:
+        return False
+    return _WAL_START.startswith(head)
 
 
 _DUCKDB_MAGIC: Final = b"DUCK"  # bytes 8..11 of every DuckDB database file
