@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -236,6 +237,19 @@ def test_huge_values_are_searched_on_a_scaled_copy(exponent: int) -> None:
     assert big.indices == find_change_points(x).indices == (50,)
     assert big.points[0].mean_after[0] == pytest.approx(3.0 * 10.0**exponent, rel=0.05)
     assert np.isfinite(big.points[0].spread_after[0])
+
+
+@pytest.mark.parametrize("top", [1e308, np.finfo(float).max, -np.finfo(float).max])
+def test_values_at_the_end_of_the_float_range_are_searched(top: float) -> None:
+    """The scaling power of two is the one below the largest value (the one above, 2¹⁰²⁴, is
+    itself beyond a double), and the segments' means are taken on the scaled copy."""
+    x = np.r_[np.full(50, 0.25), np.full(50, 0.75)] + np.random.default_rng(6).normal(0, 0.01, 100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow on the way
+        found = find_change_points(x * top)
+    assert found.indices == (50,)
+    assert found.segments[1].mean[0] == pytest.approx(0.75 * top, rel=0.01)
+    assert np.isfinite(found.points[0].shift[0])
 
 
 def test_non_finite_input_is_a_data_error() -> None:

@@ -148,3 +148,39 @@ def test_a_counter_that_speeds_up_then_resets_has_its_bend_and_its_reset(seed: i
     points = find_change_points(counter).points
     assert [p.kind for p in points] == ["slope", "level"]
     assert abs(points[0].index - 1200) <= 40 and points[1].index == 1500
+
+
+_T = np.arange(600.0)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        _T * 0.1,  # a steady counter, 0.1 a reading
+        _T * 1.5e-3,
+        _T / 3,
+        _T * math.pi,
+        np.cumsum(np.full(600, 0.3)),  # off its line by ~11 ε a reading
+        1.01**_T,  # exact growth by a rate
+        np.linspace(-1.0, 1.0, 300) * (1.0 - 2.0**-53),  # one ulp from a line that passed
+    ],
+    ids=["tenth", "bytes", "third", "pi", "cumsum", "growth", "ulp"],
+)
+def test_an_exact_line_in_floats_has_no_point(values: np.ndarray) -> None:
+    """About an exact line the residuals are float rounding, ~1e-16 of the values: measured
+    as noise, each of their wiggles was tens of σ (a kink every 5 readings)."""
+    found = find_change_points(values)
+    assert found.points == ()
+    assert found.trend[0] != 0.0
+
+
+def test_a_tiny_step_on_an_exact_line_is_still_found() -> None:
+    """The float floor is a trillionth of the values' magnitude: a step a billionth of it is
+    far above, and found where it is."""
+    found = find_change_points(_T * 0.1 + 1e-9 * (_T >= 300))
+    assert [(p.index, p.kind) for p in found.points] == [(300, "level")]
+
+
+def test_the_float_floor_is_a_trillionth_of_the_magnitude() -> None:
+    assert grid.float_sigma(60.0) == pytest.approx(6e-11)
+    assert grid.float_sigma(0.0) == 0.0

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from perfsleuth.changepoints.kernels import grid
 from perfsleuth.stats import robust as robust_mod
 
 FloatArray = npt.NDArray[np.float64]
@@ -289,6 +290,8 @@ def judge(
     variance, phi = long_run(resid, rounding_share(y - resid, rounding))
     if variance <= 0.0 or (memory and not memory_covered(y, resid)):
         return None
+    # residuals of float rounding are not noise (an exact line's made a kink every 5 readings)
+    variance = max(variance, grid.float_sigma(float(np.max(np.abs(y)))) ** 2)
     z2 = scan.numerator**2 / scan.denominator / variance
     critical = critical_z2(n, alpha)
     if z2 <= critical:

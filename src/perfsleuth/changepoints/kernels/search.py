@@ -955,7 +955,9 @@ def find_change_points(
         accepted, dropped = _apply_effect_floor(accepted, level, min_effect)
     accepted.sort(key=lambda p: p.index)
     bounds = [0, *(p.index for p in accepted), n]
-    segments = tuple(Segment(a, b, _mean(raw[a:b])) for a, b in itertools.pairwise(bounds) if b > a)
+    segments = tuple(
+        Segment(a, b, _mean(x[a:b], unit)) for a, b in itertools.pairwise(bounds) if b > a
+    )
     shifts = [_mean(level[b:c]) for b, c in itertools.pairwise(bounds) if c > b]
     fitted = model.fitted(accepted)  # on the model's scale (the series' own, or its logarithm)
     sigma = _residual_scale(level, bounds)
@@ -984,9 +986,11 @@ def find_change_points(
         for i, p in enumerate(accepted)
     )
     if bends:  # the segments holding a kink: their own broken line instead of level + trend
-        points, segments, bounds = _with_slope_points(points, bends, raw, x, unit, model.scale)
+        points, segments, bounds = _with_slope_points(points, bends, x, unit, model.scale)
     observed = np.log(x) if on_logs else x
     spikes, spike_runs = _spikes(observed - fitted, bounds, size) if robust_search else ((), ())
+    with np.errstate(over="ignore"):  # a fitted line past the float range's end is ±inf
+        fitted = (np.exp(fitted) if on_logs else fitted) * unit
     log(
         "change points: %d found, %d candidate(s) dropped, %.2f s",
         len(points),
@@ -999,7 +1003,7 @@ def find_change_points(
         segments=segments,
         rejected=tuple(
             sorted(
-                (_with_raw_means(p, raw, model.scale) for p in [*rejected, *dropped]),
+                (_with_raw_means(p, x, unit, model.scale) for p in [*rejected, *dropped]),
                 key=lambda p: p.index,
             )
         ),
@@ -1014,7 +1018,7 @@ def find_change_points(
         spikes=spikes,
         # on the log scale the trend is a growth rate: e^slope − 1 per reading
         trend=tuple(math.expm1(v) if on_logs else unit * float(v) for v in slope),
-        fitted=(np.exp(fitted) if on_logs else fitted) * unit,
+        fitted=fitted,
         min_relative_change=float(min_relative_change) if robust else 0.0,
         penalty=float(penalty) if robust else 0.0,
         spike_runs=spike_runs,
@@ -1578,7 +1582,6 @@ def _beside(
 def _with_slope_points(
     points: tuple[ChangePoint, ...],
     bends: list[kinks.Kink],
-    raw: FloatArray,
     x: FloatArray,
     unit: float,
     scale: Scale,
@@ -1589,9 +1592,9 @@ def _with_slope_points(
     def growth(slope: float) -> tuple[float]:
         return (math.expm1(slope),) if scale == "log" else (unit * slope,)
 
-    n = raw.shape[0]
+    n = x.shape[0]
     bounds = sorted({0, n, *(p.index for p in points), *(k.index for k in bends)})
-    segments = tuple(Segment(a, b, _mean(raw[a:b])) for a, b in itertools.pairwise(bounds))
+    segments = tuple(Segment(a, b, _mean(x[a:b], unit)) for a, b in itertools.pairwise(bounds))
     where = {b: i for i, b in enumerate(bounds)}
     slopes = [
         ChangePoint(
@@ -1634,12 +1637,13 @@ def _auto_min_size(n: int) -> int:
 
 
 def _rescaled(x: FloatArray) -> tuple[FloatArray, float]:
-    """``x`` divided by a power of two that brings its largest magnitude near 1 when that is
-    above 1e100 (squares would overflow), and that factor."""
+    """``x`` divided by a power of two that brings its largest magnitude into [1, 2) when that
+    is above 1e100 (squares would overflow), and that factor. (The power below the largest:
+    the one above is 2¹⁰²⁴ for values near the largest double, itself beyond a double.)"""
     top = float(np.max(np.abs(x))) if x.size else 0.0
     if top <= 1e100:
         return x, 1.0
-    unit = math.ldexp(1.0, math.frexp(top)[1])
+    unit = math.ldexp(1.0, math.frexp(top)[1] - 1)
     return x / unit, unit
 
 
@@ -1964,11 +1968,11 @@ def _effect(before: tuple[float, ...], after: tuple[float, ...], sigma: FloatArr
     return float(size.max())
 
 
-def _with_raw_means(point: ChangePoint, x: FloatArray, scale: Scale) -> ChangePoint:
+def _with_raw_means(point: ChangePoint, x: FloatArray, unit: float, scale: Scale) -> ChangePoint:
     return dataclasses.replace(
         point,
-        mean_before=_mean(x[point.start : point.index]),
-        mean_after=_mean(x[point.index : point.stop]),
+        mean_before=_mean(x[point.start : point.index], unit),
+        mean_after=_mean(x[point.index : point.stop], unit),
         scale=scale,
     )
 
@@ -2066,8 +2070,10 @@ def _spread(part: FloatArray, unit: float = 1.0) -> tuple[float, ...]:
     return tuple(unit * float(v) for v in part.std(axis=0))
 
 
-def _mean(part: FloatArray) -> tuple[float, ...]:
-    return tuple(float(v) for v in part.mean(axis=0))
+def _mean(part: FloatArray, unit: float = 1.0) -> tuple[float, ...]:
+    """Column means of ``part``, times ``unit`` (the means of values near the float range are
+    taken on their rescaled copy: their sum would overflow)."""
+    return tuple(unit * float(v) for v in part.mean(axis=0))
 
 
 class _Dropped(Sequence[ChangePoint]):
@@ -2356,8 +2362,13 @@ class _Practical:
         # steps in 150 CPU readings gave a scale 25 times the noise and no point.)
         points: list[int] = sorted(previous or [])
         short_range = not points
-        # rounding, not noise, below a billionth of the series' range
-        floors = [1e-9 * float(np.ptp(sym[:, j])) or 1.0 for j in range(self.dims)]
+        # rounding, not noise, below a billionth of the series' range or the float precision
+        # of its values (with the slope added back: a line removed leaves only rounding)
+        magnitude = np.max(np.abs(level), axis=0) + np.abs(trend) * n
+        floors = [
+            max(1e-9 * float(np.ptp(sym[:, j])), grid.float_sigma(float(magnitude[j]))) or 1.0
+            for j in range(self.dims)
+        ]
         layer: dict[int, int] = {}
         # the effect floor's σ about some points (on ``centred``, the same every round)
         residual_scales: dict[tuple[int, ...], FloatArray] = {}
@@ -2811,17 +2822,18 @@ def _long_run_scale(
     x: FloatArray, floor: float, max_block: int | None, min_size: int
 ) -> tuple[float, float, float]:
     """(φ, long-run σ, the φ that σ implies) of one column's noise (blocks up to
-    ``max_block``; 1: the AR(1) scale alone): the standard deviation for a mostly flat series,
-    ``floor`` (tiny) for noise-free data, whose shifts are infinitely significant: residuals
-    that are exactly 0, or flat runs of at least ``min_size`` readings between moves (a
-    staircase; a constant column stays 0 anyway). Measured on the moves, such steps were
+    ``max_block``; 1: the AR(1) scale alone), at least ``floor`` (finer is rounding, not
+    noise): the standard deviation for a mostly flat series, ``floor`` (tiny) for noise-free
+    data, whose shifts are infinitely significant: residuals that are exactly 0, or flat runs
+    of at least ``min_size`` readings between moves (a staircase; a constant column stays 0
+    anyway). Measured on the moves, such steps were
     their own noise: ``[1, 1, 1, 5, 5, 5]`` had no change point. (A σ of 0 means flat
     differences, which imply no φ whatever σ replaces it.)"""
     if _staircase(x, min_size):
         return 0.0, floor, 0.0
     phi, scale, implied = robust_mod.long_run_noise(x, max_block=max_block)
     if scale > 0:
-        return phi, scale, implied
+        return phi, max(scale, floor), implied
     spread = float(np.std(x))
     return phi, spread if spread > floor else floor, implied
 
