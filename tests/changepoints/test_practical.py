@@ -230,8 +230,8 @@ def test_points_are_ranked_by_effect() -> None:
     assert [p.index for p in found.ranked()] == [600, 300]
 
 
-@pytest.mark.parametrize("exponent", [155, 200, 300])
-def test_huge_values_are_searched_on_a_scaled_copy(exponent: int) -> None:
+@pytest.mark.parametrize("exponent", [155, 200, 300, -150, -200, -300])
+def test_huge_and_tiny_values_are_searched_on_a_scaled_copy(exponent: int) -> None:
     x = np.r_[np.full(50, 1.0), np.full(50, 3.0)] + np.random.default_rng(6).normal(0, 0.1, 100)
     big = find_change_points(x * 10.0**exponent)
     assert big.indices == find_change_points(x).indices == (50,)
@@ -239,7 +239,7 @@ def test_huge_values_are_searched_on_a_scaled_copy(exponent: int) -> None:
     assert np.isfinite(big.points[0].spread_after[0])
 
 
-@pytest.mark.parametrize("top", [1e308, np.finfo(float).max, -np.finfo(float).max])
+@pytest.mark.parametrize("top", [1e308, np.finfo(float).max, -np.finfo(float).max, 1e-300])
 def test_values_at_the_end_of_the_float_range_are_searched(top: float) -> None:
     """The scaling power of two is the one below the largest value (the one above, 2¹⁰²⁴, is
     itself beyond a double), and the segments' means are taken on the scaled copy."""

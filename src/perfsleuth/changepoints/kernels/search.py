@@ -1638,10 +1638,11 @@ def _auto_min_size(n: int) -> int:
 
 def _rescaled(x: FloatArray) -> tuple[FloatArray, float]:
     """``x`` divided by a power of two that brings its largest magnitude into [1, 2) when that
-    is above 1e100 (squares would overflow), and that factor. (The power below the largest:
-    the one above is 2¹⁰²⁴ for values near the largest double, itself beyond a double.)"""
+    is above 1e100 or below 1e-100 (squares would overflow, or underflow to 0), and that
+    factor. (The power below the largest: the one above is 2¹⁰²⁴ for values near the largest
+    double, itself beyond a double.)"""
     top = float(np.max(np.abs(x))) if x.size else 0.0
-    if top <= 1e100:
+    if top == 0.0 or 1e-100 <= top <= 1e100:
         return x, 1.0
     unit = math.ldexp(1.0, math.frexp(top)[1] - 1)
     return x / unit, unit
