@@ -2827,9 +2827,9 @@ def _long_run_scale(
     noise): the standard deviation for a mostly flat series, ``floor`` (tiny) for noise-free
     data, whose shifts are infinitely significant: residuals that are exactly 0, or flat runs
     of at least ``min_size`` readings between moves (a staircase; a constant column stays 0
-    anyway). Measured on the moves, such steps were
-    their own noise: ``[1, 1, 1, 5, 5, 5]`` had no change point. (A σ of 0 means flat
-    differences, which imply no φ whatever σ replaces it.)"""
+    anyway). Measured on the moves, such steps were their own noise: ``[1, 1, 1, 5, 5, 5]``
+    had no change point. (A σ of 0 means flat differences, which imply no φ whatever σ
+    replaces it.)"""
     if _staircase(x, min_size):
         return 0.0, floor, 0.0
     phi, scale, implied = robust_mod.long_run_noise(x, max_block=max_block)
