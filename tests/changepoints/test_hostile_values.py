@@ -1,0 +1,53 @@
+"""Hostile values through the default search, warnings as errors: constants at the ends of the
+float range, heavy tails over 600 orders of magnitude, exact lines, rare events, a single huge
+reading. Each must give a result whose points lie inside the series and whose levels are in
+its own units (a seeded fuzz of these families found an overflow at 1e308, an underflow at
+1e-300 and float rounding read as noise)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from perfsleuth.changepoints.kernels.search import find_change_points
+
+_BIG = np.finfo(float).max
+
+Family = Callable[[np.random.Generator, int], np.ndarray]
+
+FAMILIES: dict[str, Family] = {
+    "constant 1e-300": lambda g, n: np.full(n, 1e-300),
+    "constant max": lambda g, n: np.full(n, _BIG),
+    "constant -5": lambda g, n: np.full(n, -5.0),
+    "three values": lambda g, n: g.integers(0, 3, n).astype(float),
+    "cauchy 1e300": lambda g, n: g.standard_cauchy(n) * 1e300,
+    "cauchy 1e-300": lambda g, n: g.standard_cauchy(n) * 1e-300,
+    "random walk": lambda g, n: np.cumsum(g.normal(size=n)),
+    "rare events": lambda g, n: g.poisson(0.05, n).astype(float),
+    "one reading at 1e308": lambda g, n: np.where(np.arange(n) == n // 3, 1e308, g.normal(size=n)),
+    "lognormal σ 50": lambda g, n: np.exp(g.normal(size=n) * 50),
+    "tiny grid": lambda g, n: np.round(g.normal(size=n) * 3) * 1e-12,
+    "step of 1e12": lambda g, n: np.where(np.arange(n) < n // 2, 0.0, 1e12),
+    "alternating": lambda g, n: np.tile([1.0, 2.0], n)[:n],
+    "cubic": lambda g, n: np.arange(n, dtype=float) ** 3,
+    "offset 1e15": lambda g, n: g.normal(size=n) + 1e15,
+    "step at -max to max": lambda g, n: np.where(np.arange(n) < n // 2, -_BIG, _BIG),
+}
+
+
+@pytest.mark.parametrize("n", [3, 25, 400])
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_hostile_values_give_a_result_in_the_series_units(family: str, n: int) -> None:
+    x = FAMILIES[family](np.random.default_rng(n), n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = find_change_points(x)
+    assert all(0 < i < n for i in found.indices)
+    assert list(found.indices) == sorted(set(found.indices))
+    assert sum(s.length for s in found.segments) == n
+    top = float(np.max(np.abs(x)))
+    for segment in found.segments:  # a mean lies within the values it is the mean of
+        assert abs(segment.mean[0]) <= top * (1 + 1e-12)
