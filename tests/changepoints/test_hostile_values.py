@@ -51,3 +51,16 @@ def test_hostile_values_give_a_result_in_the_series_units(family: str, n: int) -
     top = float(np.max(np.abs(x)))
     for segment in found.segments:  # a mean lies within the values it is the mean of
         assert abs(segment.mean[0]) <= top * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_a_hostile_column_leaves_its_neighbour_in_its_own_units(family: str) -> None:
+    """Each column is scaled on its own: one scale for all put a normal column beside one of
+    1e308 at 1e-308, where its squares underflowed."""
+    n = 200
+    g = np.random.default_rng(1)
+    step = g.normal(size=n) + 5.0 * (np.arange(n) >= n // 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = find_change_points(np.column_stack([FAMILIES[family](g, n), step]))
+    assert all(abs(segment.mean[1]) < 10.0 for segment in found.segments)

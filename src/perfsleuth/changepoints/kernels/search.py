@@ -967,8 +967,10 @@ def find_change_points(
         model at ``p`` (its value less the same with the earlier level)."""
         gap = [a - b for a, b in zip(shifts[i + 1], shifts[i], strict=True)]
         if on_logs:
-            return tuple(unit * math.exp(fitted[p.index, 0]) * -math.expm1(-d) for d in gap)
-        return tuple(unit * d for d in gap)
+            return tuple(
+                float(unit[0]) * math.exp(fitted[p.index, 0]) * -math.expm1(-d) for d in gap
+            )
+        return tuple(u * d for u, d in zip(unit.tolist(), gap, strict=True))
 
     # Report the levels either side as the final segmentation has them, not as the tested parts.
     points = tuple(
@@ -981,7 +983,7 @@ def find_change_points(
             shift=jump(i, p),
             effect=_effect(shifts[i], shifts[i + 1], sigma),
             scale=model.scale,
-            level_at=(unit * math.exp(fitted[p.index, 0]),) if on_logs else (),
+            level_at=(float(unit[0]) * math.exp(fitted[p.index, 0]),) if on_logs else (),
         )
         for i, p in enumerate(accepted)
     )
@@ -1017,7 +1019,10 @@ def find_change_points(
         periods=model.periods,
         spikes=spikes,
         # on the log scale the trend is a growth rate: e^slope − 1 per reading
-        trend=tuple(math.expm1(v) if on_logs else unit * float(v) for v in slope),
+        trend=tuple(
+            math.expm1(v) if on_logs else u * v
+            for u, v in zip(unit.tolist(), slope.tolist(), strict=True)
+        ),
         fitted=fitted,
         min_relative_change=float(min_relative_change) if robust else 0.0,
         penalty=float(penalty) if robust else 0.0,
@@ -1583,14 +1588,14 @@ def _with_slope_points(
     points: tuple[ChangePoint, ...],
     bends: list[kinks.Kink],
     x: FloatArray,
-    unit: float,
+    unit: FloatArray,
     scale: Scale,
 ) -> tuple[tuple[ChangePoint, ...], tuple[Segment, ...], list[int]]:
     """The level points and the kinks as one sorted result: (points, segments, bounds). On
     the log scale a kink's slopes are growth rates (e^slope − 1 per reading)."""
 
     def growth(slope: float) -> tuple[float]:
-        return (math.expm1(slope),) if scale == "log" else (unit * slope,)
+        return (math.expm1(slope),) if scale == "log" else (float(unit[0]) * slope,)
 
     n = x.shape[0]
     bounds = sorted({0, n, *(p.index for p in points), *(k.index for k in bends)})
@@ -1636,16 +1641,18 @@ def _auto_min_size(n: int) -> int:
     return max(1, min(_SMALL_MIN_SIZE, n // 4))
 
 
-def _rescaled(x: FloatArray) -> tuple[FloatArray, float]:
-    """``x`` divided by a power of two that brings its largest magnitude into [1, 2) when that
-    is above 1e100 or below 1e-100 (squares would overflow, or underflow to 0), and that
-    factor. (The power below the largest: the one above is 2¹⁰²⁴ for values near the largest
-    double, itself beyond a double.)"""
-    top = float(np.max(np.abs(x))) if x.size else 0.0
-    if top == 0.0 or 1e-100 <= top <= 1e100:
-        return x, 1.0
-    unit = math.ldexp(1.0, math.frexp(top)[1] - 1)
-    return x / unit, unit
+def _rescaled(x: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``x`` with each column divided by a power of two that brings its largest magnitude
+    into [1, 2) when that is above 1e100 or below 1e-100 (squares would overflow, or
+    underflow to 0), and those factors (1 for the other columns; per column, for one scale
+    for all put a normal column beside one of 1e308 at 1e-308). The power below the largest:
+    the one above is 2¹⁰²⁴ for values near the largest double, itself beyond a double."""
+    top = np.max(np.abs(x), axis=0) if x.size else np.zeros(x.shape[1])
+    unit = np.ones(x.shape[1])
+    for j, largest in enumerate(top.tolist()):
+        if largest != 0.0 and not 1e-100 <= largest <= 1e100:
+            unit[j] = math.ldexp(1.0, math.frexp(largest)[1] - 1)
+    return (x / unit if np.any(unit != 1.0) else x), unit
 
 
 _TREND_MIN_LENGTH = 20  # shorter series: too few points to tell a trend from noise
@@ -1969,7 +1976,9 @@ def _effect(before: tuple[float, ...], after: tuple[float, ...], sigma: FloatArr
     return float(size.max())
 
 
-def _with_raw_means(point: ChangePoint, x: FloatArray, unit: float, scale: Scale) -> ChangePoint:
+def _with_raw_means(
+    point: ChangePoint, x: FloatArray, unit: FloatArray, scale: Scale
+) -> ChangePoint:
     return dataclasses.replace(
         point,
         mean_before=_mean(x[point.start : point.index], unit),
@@ -2067,14 +2076,17 @@ class _Search:
         return accepted, rejected
 
 
-def _spread(part: FloatArray, unit: float = 1.0) -> tuple[float, ...]:
-    return tuple(unit * float(v) for v in part.std(axis=0))
+def _spread(part: FloatArray, unit: FloatArray) -> tuple[float, ...]:
+    return tuple(u * v for u, v in zip(unit.tolist(), part.std(axis=0).tolist(), strict=True))
 
 
-def _mean(part: FloatArray, unit: float = 1.0) -> tuple[float, ...]:
-    """Column means of ``part``, times ``unit`` (the means of values near the float range are
-    taken on their rescaled copy: their sum would overflow)."""
-    return tuple(unit * float(v) for v in part.mean(axis=0))
+def _mean(part: FloatArray, unit: FloatArray | None = None) -> tuple[float, ...]:
+    """Column means of ``part``, times ``unit`` per column (the means of values near the float
+    range are taken on their rescaled copy: their sum would overflow)."""
+    means = part.mean(axis=0)
+    if unit is None:
+        return tuple(float(v) for v in means)
+    return tuple(u * v for u, v in zip(unit.tolist(), means.tolist(), strict=True))
 
 
 class _Dropped(Sequence[ChangePoint]):
