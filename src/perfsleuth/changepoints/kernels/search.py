@@ -970,7 +970,7 @@ def find_change_points(
             return tuple(
                 float(unit[0]) * math.exp(fitted[p.index, 0]) * -math.expm1(-d) for d in gap
             )
-        return tuple(u * d for u, d in zip(unit.tolist(), gap, strict=True))
+        return _in_units(np.asarray(gap), unit)
 
     # Report the levels either side as the final segmentation has them, not as the tested parts.
     points = tuple(
@@ -1019,10 +1019,7 @@ def find_change_points(
         periods=model.periods,
         spikes=spikes,
         # on the log scale the trend is a growth rate: e^slope − 1 per reading
-        trend=tuple(
-            math.expm1(v) if on_logs else u * v
-            for u, v in zip(unit.tolist(), slope.tolist(), strict=True)
-        ),
+        trend=tuple(math.expm1(v) for v in slope) if on_logs else _in_units(slope, unit),
         fitted=fitted,
         min_relative_change=float(min_relative_change) if robust else 0.0,
         penalty=float(penalty) if robust else 0.0,
@@ -2076,17 +2073,21 @@ class _Search:
         return accepted, rejected
 
 
+def _in_units(values: FloatArray, unit: FloatArray | None) -> tuple[float, ...]:
+    """Per-column ``values`` of the rescaled copy back in the series' units (``_rescaled``), as
+    Python floats (a product past the float range is inf, not a numpy warning)."""
+    own = values.tolist()
+    return tuple(own if unit is None else (u * v for u, v in zip(unit.tolist(), own, strict=True)))
+
+
 def _spread(part: FloatArray, unit: FloatArray) -> tuple[float, ...]:
-    return tuple(u * v for u, v in zip(unit.tolist(), part.std(axis=0).tolist(), strict=True))
+    return _in_units(part.std(axis=0), unit)
 
 
 def _mean(part: FloatArray, unit: FloatArray | None = None) -> tuple[float, ...]:
     """Column means of ``part``, times ``unit`` per column (the means of values near the float
     range are taken on their rescaled copy: their sum would overflow)."""
-    means = part.mean(axis=0)
-    if unit is None:
-        return tuple(float(v) for v in means)
-    return tuple(u * v for u, v in zip(unit.tolist(), means.tolist(), strict=True))
+    return _in_units(part.mean(axis=0), unit)
 
 
 class _Dropped(Sequence[ChangePoint]):
