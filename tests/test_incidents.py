@@ -226,6 +226,32 @@ def test_an_incident_of_several_families_is_one_message_of_its_own(tmp_path: Pat
     assert "batch-7" in rest.get_body(("plain",)).get_content()  # type: ignore[union-attr]
 
 
+def test_a_node_named_with_a_line_break_gets_a_one_line_subject(tmp_path: Path) -> None:
+    """A name from the data (a process may rename itself, an exporter label holds anything)
+    cannot break the subject header: e-mail refuses a header with a line break, and the
+    message would be lost."""
+    from perfsleuth.notify import notify
+    from perfsleuth.notify.outbox import Outbox
+    from perfsleuth.notify.settings import NotifySettings
+
+    hostile = "db-1\nBcc: evil@example.org" + "x" * 300
+    saturated = finding(
+        Kind.BOTTLENECK, hostile, "bottleneck", minutes=5, length=20, severity=Severity.ERROR
+    )
+    incidents = find_incidents(
+        [CHANGE, saturated], topology=Topology({"checkout": ("web-1", hostile)})
+    )
+    assert hostile in incidents[0].story
+    settings = NotifySettings(recipients=("ops@example.org",))  # no SMTP host: kept
+    notify([CHANGE, saturated], settings, outbox=tmp_path / "box", now=T0, incidents=incidents)
+    (item,) = [item for _, item in Outbox(tmp_path / "box").pending() if item.channel == "email"]
+    mail = message_from_string(str(item.payload["message"]), policy=default)
+    subject = str(mail["Subject"])
+    assert "incident on" in subject and "db-1\\nBcc" in subject and "\n" not in subject
+    assert "(326 characters)" in subject and len(subject) < 300
+    assert mail["Bcc"] is None and mail["To"] == "ops@example.org"
+
+
 def test_a_link_is_as_strong_as_its_finding() -> None:
     same_app = finding(
         Kind.WORKLOAD_CHANGE,

@@ -417,6 +417,26 @@ def test_table_format() -> None:
         render_findings([], "yaml")  # type: ignore[arg-type]
 
 
+def test_table_shows_each_name_on_one_line_and_a_long_one_by_its_ends() -> None:
+    """A name from the data cannot start a line of its own in the table (one that reads like
+    an error) nor bury the rest under 5,000 characters; JSON keeps it whole."""
+    forged = "web\nperfsleuth: error: forged"
+    long = "h" * 2_500 + "t" * 2_500
+    findings = [
+        finding(entity=forged, metric="lat\tency", explanation=f"{forged}/lat\tency: rose"),
+        finding(entity=long, explanation=f"{long}/latency: mean rose from 1 to 2"),
+    ]
+    text = render_findings(findings, "table", width=120)
+    assert not any(line.lstrip("│ ").startswith("perfsleuth:") for line in text.splitlines())
+    assert text.count("web\\nperfsleuth: error:") == 2  # entity column and explanation
+    assert "lat\\tency" in text and "\t" not in text
+    assert len(text.splitlines()) < 25
+    wide = render_findings(findings, "table", width=400)
+    assert wide.count("...(5,000 characters)...") == 2 and "hhhhhh" in wide and "tttttt" in wide
+    lines = render_findings(findings, "jsonl").splitlines()
+    assert sorted(json.loads(line)["entity"] for line in lines) == sorted([long, forged])
+
+
 def test_findings_table_and_counts() -> None:
     table = findings_table(three_findings(), title="today")
     assert table.row_count == 3

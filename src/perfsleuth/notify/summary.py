@@ -12,6 +12,7 @@ from html import escape
 
 from perfsleuth.findings import Finding, ordered
 from perfsleuth.notify.svg import sparkline
+from perfsleuth.report.console import one_line, shown_name
 
 __all__ = ["Graph", "Summary", "render_summary"]
 
@@ -77,9 +78,12 @@ def render_summary(
     graphs = graphs or {}
     items = ordered(findings)
     nodes = sorted({_node(f) for f in items})
+    # the subject is one header line: names from the data (a process may name itself with a
+    # line break) are shown on one line, long ones by their ends
     if story:
-        head = story if len(story) <= 120 else story[:119].rstrip() + "…"
-        subject = f"{title}: incident on {', '.join(nodes)}: {head}"
+        head = one_line(story)
+        head = head if len(head) <= 120 else head[:117].rstrip() + "..."  # ASCII: shown_name
+        subject = f"{title}: incident on {', '.join(shown_name(n, 40) for n in nodes)}: {head}"
     else:
         subject = (
             f"{title}: {len(items)} patholog{'y' if len(items) == 1 else 'ies'} on "
@@ -94,7 +98,7 @@ def render_summary(
         lines += [story, ""]
         html.append(f"<p>{escape(story)}</p>")
     for node in nodes:
-        lines.append(f"== {node}")
+        lines.append(f"== {one_line(node)}")
         html.append(f'<h3 style="font-size: 15px">{escape(node)}</h3><ul>')
         for f in (f for f in items if _node(f) == node):
             state = "still present" if f.id in repeats else "new"

@@ -11,7 +11,14 @@ from rich.text import Text
 from perfsleuth.findings import Finding, Severity, ordered
 from perfsleuth.report.common import format_time, summary_counts
 
-__all__ = ["SEVERITY_STYLES", "findings_table", "one_line", "printable", "summary_counts"]
+__all__ = [
+    "SEVERITY_STYLES",
+    "findings_table",
+    "one_line",
+    "printable",
+    "shown_name",
+    "summary_counts",
+]
 
 # C0 controls but newline and tab, DEL, C1 controls (U+009B is a one-character CSI), and the
 # bidirectional overrides that make text read differently from what it is.
@@ -34,6 +41,24 @@ def one_line(text: str) -> str:
     return printable(text).replace("\n", "\\n")
 
 
+# a name longer than this is shown by its ends (a table cell of 5,000 characters buries the rest)
+NAME_SHOWN = 80
+
+
+def shown_name(name: str, limit: int = NAME_SHOWN) -> str:
+    """A name from the data as a table or a subject line shows it: on one line, tabs escaped
+    too, and a long one by its two ends with its length between, e.g. ``aaaa...(5,000
+    characters)...zzzz``; the stored and JSON findings keep it whole. (ASCII dots: a subject
+    line with a non-ASCII character is sent as RFC 2047 encoded words, and Python's e-mail
+    folding drops the space between two of them.)"""
+    text = one_line(name).replace("\t", "\\t")
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 24, 2)  # the marker takes about 24 characters
+    head, tail = text[: keep - keep // 3], text[len(text) - keep // 3 :]
+    return f"{head}...({len(name):,} characters)...{tail}"
+
+
 SEVERITY_STYLES: dict[Severity, str] = {
     Severity.CRITICAL: "bold white on red",
     Severity.ERROR: "bold red",
@@ -48,7 +73,8 @@ def findings_table(findings: Iterable[Finding], *, title: str | None = None) -> 
 
     Every cell is a :class:`rich.text.Text`, so square brackets in data (process names, URLs)
     are shown as they are, never read as Rich markup, and control characters are escaped
-    (:func:`printable`).
+    (:func:`printable`). Entity and metric names are shown by :func:`shown_name`, in their
+    columns and in the explanation.
     """
     table = Table(title=title, show_lines=False, expand=False, header_style="bold")
     table.add_column("severity", no_wrap=True)
@@ -62,12 +88,22 @@ def findings_table(findings: Iterable[Finding], *, title: str | None = None) -> 
         table.add_row(
             Text(finding.severity.name.lower(), style=SEVERITY_STYLES[finding.severity]),
             Text(finding.kind.value),
-            Text(printable(finding.entity)),
-            Text(printable(finding.metric)),
+            Text(shown_name(finding.entity)),
+            Text(shown_name(finding.metric)),
             Text(_span(finding)),
-            Text(printable(finding.explanation)),
+            Text(printable(_with_names_shown(finding))),
         )
     return table
+
+
+def _with_names_shown(finding: Finding) -> str:
+    """The explanation with the finding's own names as their columns show them (one that
+    breaks a line or floods the cell)."""
+    text = finding.explanation
+    for name in sorted({finding.entity, finding.metric}, key=len, reverse=True):
+        if name and shown_name(name) != name:
+            text = text.replace(name, shown_name(name))
+    return text
 
 
 def _span(finding: Finding) -> str:
