@@ -200,8 +200,8 @@ class Tracer:
             tracer.run.rounds[-1].passes.append((list(points), [k.index for k in kept], why, []))
             return kept, gone
 
-        def refine(prefix: Any, points: list[int], min_size: int) -> list[int]:
-            out: list[int] = real["refine"](prefix, points, min_size)
+        def refine(prefix: Any, points: list[int], min_size: int, pinned: Any = ()) -> list[int]:
+            out: list[int] = real["refine"](prefix, points, min_size, pinned)
             if tracer.run.rounds and tracer.run.rounds[-1].passes:
                 tracer.run.rounds[-1].passes[-1][3][:] = out
             return out
@@ -376,7 +376,7 @@ OFF: dict[str, tuple[dict[str, Any], list[tuple[Any, str, Any]]]] = {
     "cost": ({"penalty": 0.0}, []),
     "one observation": ({}, [(search, "_beyond_one_observation", lambda *a: True)]),
     "test": ({}, [(search, "_rejects", lambda *a: True)]),
-    "re-placement": ({}, [(seeded, "refine", lambda prefix, points, m: list(points))]),
+    "re-placement": ({}, [(seeded, "refine", lambda prefix, points, m, pinned=(): list(points))]),
     "noise rounds": ({}, [(search, "_NOISE_ROUNDS", 1)]),
     "trend": ({}, [(search, "_TREND_MIN_LENGTH", 10**12)]),
     "log scale": ({}, [(search, "_may_grow", lambda *a: False)]),
