@@ -437,6 +437,15 @@ def test_table_shows_each_name_on_one_line_and_a_long_one_by_its_ends() -> None:
     assert sorted(json.loads(line)["entity"] for line in lines) == sorted([long, forged])
 
 
+def test_the_page_shows_a_long_name_by_its_ends_and_wraps_it() -> None:
+    long = "h" * 2_500 + "t" * 2_500
+    page = render_html([finding(entity=long, explanation=f"{long}/latency: mean rose")])
+    # the finding's heading, its summary row and its explanation (twice): by the ends
+    assert page.count("...(5,000 characters)...") == 4
+    assert long not in page  # (the JSON and JSONL formats keep it whole)
+    assert re.search(r"main \{[^}]*overflow-wrap: anywhere", page)
+
+
 def test_findings_table_and_counts() -> None:
     table = findings_table(three_findings(), title="today")
     assert table.row_count == 3

@@ -12,7 +12,9 @@ from perfsleuth.findings import Finding, Severity, ordered
 from perfsleuth.report.common import format_time, summary_counts
 
 __all__ = [
+    "HTML_NAME_SHOWN",
     "SEVERITY_STYLES",
+    "explanation_shown",
     "findings_table",
     "one_line",
     "printable",
@@ -41,8 +43,10 @@ def one_line(text: str) -> str:
     return printable(text).replace("\n", "\\n")
 
 
-# a name longer than this is shown by its ends (a table cell of 5,000 characters buries the rest)
+# a name longer than this is shown by its ends (a table cell of 5,000 characters buries the rest);
+# the HTML report, with more room, shows up to HTML_NAME_SHOWN
 NAME_SHOWN = 80
+HTML_NAME_SHOWN = 200
 
 
 def shown_name(name: str, limit: int = NAME_SHOWN) -> str:
@@ -91,18 +95,18 @@ def findings_table(findings: Iterable[Finding], *, title: str | None = None) -> 
             Text(shown_name(finding.entity)),
             Text(shown_name(finding.metric)),
             Text(_span(finding)),
-            Text(printable(_with_names_shown(finding))),
+            Text(printable(explanation_shown(finding))),
         )
     return table
 
 
-def _with_names_shown(finding: Finding) -> str:
-    """The explanation with the finding's own names as their columns show them (one that
-    breaks a line or floods the cell)."""
+def explanation_shown(finding: Finding, limit: int = NAME_SHOWN) -> str:
+    """The explanation with the finding's own names as :func:`shown_name` shows them (one
+    that breaks a line or floods the page)."""
     text = finding.explanation
     for name in sorted({finding.entity, finding.metric}, key=len, reverse=True):
-        if name and shown_name(name) != name:
-            text = text.replace(name, shown_name(name))
+        if name and shown_name(name, limit) != name:
+            text = text.replace(name, shown_name(name, limit))
     return text
 
 

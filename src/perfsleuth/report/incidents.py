@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from perfsleuth.findings import Severity
 from perfsleuth.report.common import format_time
+from perfsleuth.report.console import HTML_NAME_SHOWN, shown_name
 from perfsleuth.report.plots import layout, plot_text, plot_time, title
 from perfsleuth.report.section import Section, Table
 
@@ -45,7 +46,7 @@ def incident_sections(incidents: Sequence[Incident]) -> list[Section]:
 
 def _section(number: int, incident: Incident) -> Section:
     span = f"{format_time(incident.start)} → {format_time(incident.end)}"
-    where = ", ".join(incident.entities) or "—"
+    where = ", ".join(shown_name(e, HTML_NAME_SHOWN) for e in incident.entities) or "—"
     heading = (
         f"Incident {number} · {incident.severity.name.lower()} · {where} · {span} · "
         f"{len(incident.findings)} finding{'' if len(incident.findings) == 1 else 's'}"
