@@ -105,3 +105,20 @@ def test_a_few_spikes_at_a_segments_end_are_not_a_step() -> None:
     y[1_000:] -= 3.0  # a real step is still one
     step = trend_steps.best_step(y[:1_990], alpha=0.05, side=5, **gates)
     assert step is not None and step.index == 1_000
+
+
+@pytest.mark.parametrize("n", [200, 2_000, 20_000])
+def test_a_bend_is_no_step(n: int) -> None:
+    """A segment holding one bend of a gradual ramp (flat, then rising) is drawn better by a
+    kink than by a step beside its line: no hidden step, where the significant step made
+    the trend's alternation run a third start on a long ramp (8 level searches, not 5)."""
+    rng = np.random.default_rng(n)
+    t = np.arange(n, dtype=float)
+    bend = np.maximum(t - 0.4 * n, 0.0) * (8.0 / n)  # rising 4.8 σ over the last 60%
+    y = bend + ar1(rng, n, 0.3)
+    step = trend_steps.step_z2(y, 5)
+    assert step is not None and step[1] > trend_steps.critical_z2(n, 0.05)  # significant...
+    assert trend_steps.best_step(y, alpha=0.05, side=5) is None  # ...but a bend
+    drop = 0.01 * t - 3.0 * (t >= n // 2)  # beside it, a drop is still a step
+    found = trend_steps.best_step(drop + ar1(rng, n, 0.3), alpha=0.05, side=5)
+    assert found is not None and abs(found.index - n // 2) <= 2

@@ -84,8 +84,13 @@ class _Scan:
     phi: float
 
     @property
+    def gain(self) -> float:
+        """How much the step lowers the residual sum of squares about the line."""
+        return self.numerator**2 / self.denominator
+
+    @property
     def z2(self) -> float:
-        return self.numerator**2 / self.denominator / self.variance
+        return self.gain / self.variance
 
 
 def _scan(y: FloatArray, side: int) -> _Scan | None:
@@ -144,10 +149,14 @@ def best_step(
     log_levels: bool = False,
 ) -> Step | None:
     """The best step of the segment ``y`` with its own line when it passes the gates a kink
-    passes (``kinks.judge``), else None: **significant** at ``alpha``; **large** (``min_effect``
-    robust σ of the residuals about the line and step, and ``min_relative_change`` of the
-    largest fitted level, or 1 − e^−|d| on a log scale); with ``cost``, **worth its cost** (the
-    level points' cost of a split with that shorter side, ν = n (1 − φ)/(1 + φ)) and **not a
+    passes (``kinks.judge``), else None: **significant** at ``alpha``; **not a bend** (it
+    lowers the residual sum of squares about the line more than the best kink, which costs
+    as many parameters, does: in a gradual ramp between flat stretches, the best step of a
+    segment holding one of its bends was significant and started the trend's alternation a
+    third time, for the kinks to replace in the end); **large** (``min_effect`` robust σ of
+    the residuals about the line and step, and ``min_relative_change`` of the largest fitted
+    level, or 1 − e^−|d| on a log scale); with ``cost``, **worth its cost** (the level
+    points' cost of a split with that shorter side, ν = n (1 − φ)/(1 + φ)) and **not a
     spike** (it still pays without the reading of its shorter side that supports it most)."""
     n = y.size
     if n < kinks.MIN_LENGTH:
@@ -158,6 +167,9 @@ def best_step(
     z2, bar = scan.z2, critical_z2(n, alpha)
     if z2 <= bar:
         return None
+    bend = kinks.best_kink(y, max(side, kinks.MIN_SIDE))
+    if bend is not None and bend.numerator**2 / bend.denominator >= scan.gain:
+        return None  # a bend draws the segment at least as well: its growth changed, no step
     beta = scan.numerator / scan.denominator
     resid = scan.residual - beta * scan.step
     sigma = robust_mod.robust_scale(resid)
