@@ -16,6 +16,11 @@ from perfsleuth.report.console import one_line, shown_name
 
 __all__ = ["Graph", "Summary", "render_summary"]
 
+# characters of an incident's story and of each node name in a subject line (ASCII dots where
+# cut, as shown_name's: see there)
+_SUBJECT_STORY = 120
+_SUBJECT_NAME = 40
+
 
 @dataclass(frozen=True, slots=True)
 class Graph:
@@ -82,8 +87,9 @@ def render_summary(
     # line break) are shown on one line, long ones by their ends
     if story:
         head = one_line(story)
-        head = head if len(head) <= 120 else head[:117].rstrip() + "..."  # ASCII: shown_name
-        subject = f"{title}: incident on {', '.join(shown_name(n, 40) for n in nodes)}: {head}"
+        head = head if len(head) <= _SUBJECT_STORY else head[: _SUBJECT_STORY - 3].rstrip() + "..."
+        where = ", ".join(shown_name(node, _SUBJECT_NAME) for node in nodes)
+        subject = f"{title}: incident on {where}: {head}"
     else:
         subject = (
             f"{title}: {len(items)} patholog{'y' if len(items) == 1 else 'ies'} on "

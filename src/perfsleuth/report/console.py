@@ -1,4 +1,6 @@
-"""Findings as a Rich table for the terminal, and text made safe to print on one."""
+"""Findings as a Rich table for the terminal, and text from the data made safe to show: control
+characters escaped, on one line, and a long name by its ends (also for the HTML report and
+e-mail subjects)."""
 
 from __future__ import annotations
 
