@@ -302,3 +302,16 @@ def test_the_webhook_carries_the_incident_and_it_is_one_ticket(tmp_path: Path) -
         if item.channel == "webhook"
     ]
     assert isinstance(hook, dict) and hook["incidents"] == []
+
+
+def test_the_reports_incident_shows_a_long_name_by_its_ends() -> None:
+    from perfsleuth.report.incidents import incident_sections
+
+    long = "db-" + "x" * 5_000
+    saturated = finding(Kind.BOTTLENECK, long, "bottleneck", minutes=5, length=20)
+    (incident,) = find_incidents([CHANGE, saturated], topology=Topology({"checkout": (long,)}))
+    assert long in incident.story  # the incident keeps it whole...
+    (section,) = incident_sections([incident])
+    texts = [section.title, section.intro, *(str(c) for row in section.tables[0].rows for c in row)]
+    assert not any(long in text for text in texts)  # ...the page shows it by its ends
+    assert all("...(5,003 characters)..." in text for text in (section.title, section.intro))

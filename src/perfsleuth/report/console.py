@@ -18,6 +18,7 @@ __all__ = [
     "SEVERITY_STYLES",
     "explanation_shown",
     "findings_table",
+    "names_shown",
     "one_line",
     "printable",
     "shown_name",
@@ -105,10 +106,17 @@ def findings_table(findings: Iterable[Finding], *, title: str | None = None) -> 
 def explanation_shown(finding: Finding, limit: int = NAME_SHOWN) -> str:
     """The explanation with the finding's own names as :func:`shown_name` shows them (one
     that breaks a line or floods the page)."""
-    text = finding.explanation
-    for name in sorted({finding.entity, finding.metric}, key=len, reverse=True):
-        if name and shown_name(name, limit) != name:
-            text = text.replace(name, shown_name(name, limit))
+    return names_shown(finding.explanation, (finding.entity, finding.metric), limit)
+
+
+def names_shown(text: str, names: Iterable[str], limit: int = NAME_SHOWN) -> str:
+    """``text`` with each of ``names`` in it as :func:`shown_name` shows it, also where a
+    sentence starts with it capitalised (an incident's story)."""
+    for name in sorted(set(names), key=len, reverse=True):
+        shown = shown_name(name, limit)
+        if name and shown != name:
+            text = text.replace(name, shown)
+            text = text.replace(name[0].upper() + name[1:], shown[0].upper() + shown[1:])
     return text
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from perfsleuth.findings import Severity
 from perfsleuth.report.common import format_time
-from perfsleuth.report.console import HTML_NAME_SHOWN, shown_name
+from perfsleuth.report.console import HTML_NAME_SHOWN, names_shown, shown_name
 from perfsleuth.report.plots import layout, plot_text, plot_time, title
 from perfsleuth.report.section import Section, Table
 
@@ -47,6 +47,11 @@ def incident_sections(incidents: Sequence[Incident]) -> list[Section]:
 def _section(number: int, incident: Incident) -> Section:
     span = f"{format_time(incident.start)} → {format_time(incident.end)}"
     where = ", ".join(shown_name(e, HTML_NAME_SHOWN) for e in incident.entities) or "—"
+    names = {*incident.entities, *(n for f in incident.findings for n in (f.entity, f.metric))}
+
+    def shown(text: str) -> str:
+        return names_shown(text, names, HTML_NAME_SHOWN)
+
     heading = (
         f"Incident {number} · {incident.severity.name.lower()} · {where} · {span} · "
         f"{len(incident.findings)} finding{'' if len(incident.findings) == 1 else 's'}"
@@ -54,14 +59,16 @@ def _section(number: int, incident: Incident) -> Section:
     rows = tuple(
         (
             link.step,
-            link.text,
+            shown(link.text),
             "—" if link.missing else f"{link.strength:.2f}",
             ", ".join(f.id[:12] for f in link.findings) or "—",
         )
         for link in incident.chain
     )
     chain = Table(("question", "what the data say", "strength", "findings"), rows)
-    return Section(heading, intro=incident.story, tables=(chain,), figures=(_timeline(incident),))
+    return Section(
+        heading, intro=shown(incident.story), tables=(chain,), figures=(_timeline(incident),)
+    )
 
 
 def _timeline(incident: Incident) -> Figure:
@@ -74,8 +81,9 @@ def _timeline(incident: Incident) -> Figure:
             row = _ROWS[link.step]
             start, end = plot_time(finding.start), plot_time(finding.end)
             colour = _COLOURS.get(finding.severity, "#6b7280")
+            entity = shown_name(finding.entity, HTML_NAME_SHOWN)
             text = (
-                f"<b>{plot_text(finding.kind.value)}</b> · {plot_text(finding.entity)}<br>"
+                f"<b>{plot_text(finding.kind.value)}</b> · {plot_text(entity)}<br>"
                 f"{format_time(finding.start)}<br>{plot_text(finding.explanation[:160])}"
             )
             figure.add_trace(

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from perfsleuth.report.console import HTML_NAME_SHOWN, shown_name
+
 __all__ = [
     "LEGEND",
     "PLOT_TEMPLATE",
@@ -70,9 +72,10 @@ def layout(*, height: int = 440, **extra: Any) -> dict[str, Any]:
 
 
 def title(text: str) -> dict[str, Any]:
-    """A left-aligned figure title; ``text`` is escaped here (do not escape it before)."""
+    """A left-aligned figure title; ``text`` is escaped here (do not escape it before), and a
+    long one is shown by its ends (a plotly title is one line: it does not wrap)."""
     return {
-        "text": plot_text(text),
+        "text": plot_text(shown_name(text, HTML_NAME_SHOWN)),
         "x": 0,
         "xanchor": "left",
         "y": 1,
