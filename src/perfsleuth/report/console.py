@@ -5,7 +5,7 @@ e-mail subjects)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rich.table import Table
 from rich.text import Text
@@ -16,6 +16,7 @@ from perfsleuth.report.common import format_time, summary_counts
 __all__ = [
     "HTML_NAME_SHOWN",
     "SEVERITY_STYLES",
+    "by_its_ends",
     "explanation_shown",
     "findings_table",
     "names_shown",
@@ -53,17 +54,22 @@ HTML_NAME_SHOWN = 200
 
 
 def shown_name(name: str, limit: int = NAME_SHOWN) -> str:
-    """A name from the data as a table or a subject line shows it: on one line, tabs escaped
-    too, and a long one by its two ends with its length between, e.g. ``aaaa...(5,000
-    characters)...zzzz``; the stored and JSON findings keep it whole. (ASCII dots: a subject
-    line with a non-ASCII character is sent as RFC 2047 encoded words, and Python's e-mail
-    folding drops the space between two of them.)"""
-    text = one_line(name).replace("\t", "\\t")
+    """A name from the data as a terminal table or a subject line shows it: on one line, tabs
+    escaped too, and a long one :func:`by_its_ends`; the stored and JSON findings keep it
+    whole."""
+    return by_its_ends(one_line(name).replace("\t", "\\t"), limit, len(name))
+
+
+def by_its_ends(text: str, limit: int = NAME_SHOWN, length: int | None = None) -> str:
+    """``text`` if at most ``limit`` characters, else its two ends with its ``length`` (of
+    the name it shows; default its own) between, e.g. ``aaaa...(5,000 characters)...zzzz``.
+    (ASCII dots: a subject line with a non-ASCII character is sent as RFC 2047 encoded words,
+    and Python's e-mail folding drops the space between two of them.)"""
     if len(text) <= limit:
         return text
     keep = max(limit - 24, 2)  # the marker takes about 24 characters
     head, tail = text[: keep - keep // 3], text[len(text) - keep // 3 :]
-    return f"{head}...({len(name):,} characters)...{tail}"
+    return f"{head}...({len(text) if length is None else length:,} characters)...{tail}"
 
 
 SEVERITY_STYLES: dict[Severity, str] = {
@@ -103,17 +109,25 @@ def findings_table(findings: Iterable[Finding], *, title: str | None = None) -> 
     return table
 
 
-def explanation_shown(finding: Finding, limit: int = NAME_SHOWN) -> str:
-    """The explanation with the finding's own names as :func:`shown_name` shows them (one
-    that breaks a line or floods the page)."""
-    return names_shown(finding.explanation, (finding.entity, finding.metric), limit)
+def explanation_shown(
+    finding: Finding, limit: int = NAME_SHOWN, show: Callable[[str, int], str] = shown_name
+) -> str:
+    """The explanation with the finding's own names as ``show`` shows them (one that breaks
+    a line or floods the page)."""
+    return names_shown(finding.explanation, (finding.entity, finding.metric), limit, show)
 
 
-def names_shown(text: str, names: Iterable[str], limit: int = NAME_SHOWN) -> str:
-    """``text`` with each of ``names`` in it as :func:`shown_name` shows it, also where a
-    sentence starts with it capitalised (an incident's story)."""
+def names_shown(
+    text: str,
+    names: Iterable[str],
+    limit: int = NAME_SHOWN,
+    show: Callable[[str, int], str] = shown_name,
+) -> str:
+    """``text`` with each of ``names`` in it as ``show`` (:func:`shown_name`, or for a page
+    :func:`by_its_ends`) shows it, also where a sentence starts with it capitalised (an
+    incident's story)."""
     for name in sorted(set(names), key=len, reverse=True):
-        shown = shown_name(name, limit)
+        shown = show(name, limit)
         if name and shown != name:
             text = text.replace(name, shown)
             text = text.replace(name[0].upper() + name[1:], shown[0].upper() + shown[1:])

@@ -47,7 +47,7 @@ from perfsleuth.report.common import (
     next_step,
     summary_counts,
 )
-from perfsleuth.report.console import HTML_NAME_SHOWN, explanation_shown, shown_name
+from perfsleuth.report.console import HTML_NAME_SHOWN, by_its_ends, explanation_shown
 from perfsleuth.report.plots import PLOT_TEMPLATE, downsample_indices, plot_text, plot_time
 from perfsleuth.report.section import Cell, Section, Table
 
@@ -466,12 +466,12 @@ def _section(number: int, finding: Finding, lookup: _SeriesIndex) -> dict[str, A
         "next_step": next_step(finding),
         "kind": finding.kind.value,
         # a name from the data may be thousands of characters: shown by its ends (JSON has it)
-        "entity": shown_name(finding.entity, HTML_NAME_SHOWN),
-        "metric": shown_name(finding.metric, HTML_NAME_SHOWN),
+        "entity": by_its_ends(finding.entity, HTML_NAME_SHOWN),
+        "metric": by_its_ends(finding.metric, HTML_NAME_SHOWN),
         "start": format_time(finding.start),
         "end": format_time(finding.end),
         "severity": finding.severity.name.lower(),
-        "explanation": explanation_shown(finding, HTML_NAME_SHOWN),
+        "explanation": explanation_shown(finding, HTML_NAME_SHOWN, by_its_ends),
         "detector": finding.detector,
         "evidence": [
             {"name": e.name, "value": format_value(e.value), "unit": e.unit}

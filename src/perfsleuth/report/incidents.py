@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from perfsleuth.findings import Severity
 from perfsleuth.report.common import format_time
-from perfsleuth.report.console import HTML_NAME_SHOWN, names_shown, shown_name
+from perfsleuth.report.console import HTML_NAME_SHOWN, by_its_ends, names_shown
 from perfsleuth.report.plots import layout, plot_text, plot_time, title
 from perfsleuth.report.section import Section, Table
 
@@ -46,11 +46,11 @@ def incident_sections(incidents: Sequence[Incident]) -> list[Section]:
 
 def _section(number: int, incident: Incident) -> Section:
     span = f"{format_time(incident.start)} → {format_time(incident.end)}"
-    where = ", ".join(shown_name(e, HTML_NAME_SHOWN) for e in incident.entities) or "—"
+    where = ", ".join(by_its_ends(e, HTML_NAME_SHOWN) for e in incident.entities) or "—"
     names = {*incident.entities, *(n for f in incident.findings for n in (f.entity, f.metric))}
 
     def shown(text: str) -> str:
-        return names_shown(text, names, HTML_NAME_SHOWN)
+        return names_shown(text, names, HTML_NAME_SHOWN, by_its_ends)
 
     heading = (
         f"Incident {number} · {incident.severity.name.lower()} · {where} · {span} · "
@@ -81,7 +81,7 @@ def _timeline(incident: Incident) -> Figure:
             row = _ROWS[link.step]
             start, end = plot_time(finding.start), plot_time(finding.end)
             colour = _COLOURS.get(finding.severity, "#6b7280")
-            entity = shown_name(finding.entity, HTML_NAME_SHOWN)
+            entity = by_its_ends(finding.entity, HTML_NAME_SHOWN)
             text = (
                 f"<b>{plot_text(finding.kind.value)}</b> · {plot_text(entity)}<br>"
                 f"{format_time(finding.start)}<br>{plot_text(finding.explanation[:160])}"

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from perfsleuth.report.console import HTML_NAME_SHOWN, shown_name
+from perfsleuth.report.console import HTML_NAME_SHOWN, by_its_ends
 
 __all__ = [
     "LEGEND",
@@ -75,7 +75,7 @@ def title(text: str) -> dict[str, Any]:
     """A left-aligned figure title; ``text`` is escaped here (do not escape it before), and a
     long one is shown by its ends (a plotly title is one line: it does not wrap)."""
     return {
-        "text": plot_text(shown_name(text, HTML_NAME_SHOWN)),
+        "text": plot_text(by_its_ends(text, HTML_NAME_SHOWN)),
         "x": 0,
         "xanchor": "left",
         "y": 1,
