@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 from plotly.offline import get_plotlyjs
@@ -62,6 +64,21 @@ def test_section_respects_detector_parameters_and_escapes_names() -> None:
     html = render_html([], sections=[changepoint_section(_frame())])
     assert HOSTILE not in html
     assert 'data-plots-expected="1"' in html
+
+
+def test_the_sections_table_and_evidence_show_a_long_name_by_its_ends() -> None:
+    """A 5,000-character entity fills neither the series column nor the folded evidence; the
+    page's text holds the whole name nowhere (the figures' data keep it, titles aside)."""
+    long = "h" * 2_500 + "t" * 2_500
+    frame = _frame().replace({"entity": {HOSTILE: long}})
+    part = changepoint_section(frame)
+    (row,) = part.tables[0].rows
+    assert long in str(row[0])  # the section keeps the name; the page shortens it
+    page = render_html([], sections=[part])
+    shown = re.sub(r"<script.*?</script>", "", page, flags=re.S)  # no figures' data
+    # the table's cell and the evidence's row ("name/rt": 5,003 characters)
+    assert len(re.findall(r"\.\.\.\(5,00\d characters\)\.\.\.", shown)) >= 2
+    assert long not in shown
 
 
 def test_trend_and_cycle_are_drawn_as_the_model_and_named_in_the_intro() -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from markupsafe import Markup
 
+from perfsleuth.report.console import long_words_by_their_ends
 from perfsleuth.report.plots import LEGEND, downsample_indices, layout, plot_text, title
 from perfsleuth.report.section import Section, Table
 from perfsleuth.units import format_growth, format_quantity
@@ -252,7 +253,7 @@ def _evidence(found: Sequence[SeriesChanges]) -> Markup:
     head = "".join(f"<th>{html.escape(label)}</th>" for _, label in _EVIDENCE)
     rows = []
     for series in found:
-        name = html.escape(f"{series.entity}/{series.metric}")
+        name = html.escape(long_words_by_their_ends(f"{series.entity}/{series.metric}"))
         for point in series.result.ranked():
             cells = "".join(f"<td>{_number(getattr(point, attr))}</td>" for attr, _ in _EVIDENCE)
             rows.append(f"<tr><td>{name}</td>{cells}</tr>")

@@ -19,6 +19,7 @@ __all__ = [
     "by_its_ends",
     "explanation_shown",
     "findings_table",
+    "long_words_by_their_ends",
     "names_shown",
     "one_line",
     "printable",
@@ -70,6 +71,19 @@ def by_its_ends(text: str, limit: int = NAME_SHOWN, length: int | None = None) -
     keep = max(limit - 24, 2)  # the marker takes about 24 characters
     head, tail = text[: keep - keep // 3], text[len(text) - keep // 3 :]
     return f"{head}...({len(text) if length is None else length:,} characters)...{tail}"
+
+
+_WORD = re.compile(r"\S+")
+
+
+def long_words_by_their_ends(text: str, limit: int = HTML_NAME_SHOWN) -> str:
+    """``text`` with every run of non-blank characters longer than ``limit`` shown
+    :func:`by_its_ends`: prose has no such words, so they are names from the data (a section's
+    intro, caption or table cell names a series in passing) and each is shortened where it
+    stands."""
+    if len(text) <= limit:
+        return text
+    return _WORD.sub(lambda m: by_its_ends(m.group(), limit), text)
 
 
 SEVERITY_STYLES: dict[Severity, str] = {

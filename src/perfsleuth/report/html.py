@@ -47,7 +47,12 @@ from perfsleuth.report.common import (
     next_step,
     summary_counts,
 )
-from perfsleuth.report.console import HTML_NAME_SHOWN, by_its_ends, explanation_shown
+from perfsleuth.report.console import (
+    HTML_NAME_SHOWN,
+    by_its_ends,
+    explanation_shown,
+    long_words_by_their_ends,
+)
 from perfsleuth.report.plots import PLOT_TEMPLATE, downsample_indices, plot_text, plot_time
 from perfsleuth.report.section import Cell, Section, Table
 
@@ -639,7 +644,7 @@ def _timeline(items: Sequence[Finding]) -> dict[str, Any]:
 
 def _cell(value: Cell) -> dict[str, Any]:
     if isinstance(value, str):
-        return {"text": value, "numeric": False}
+        return {"text": long_words_by_their_ends(value), "numeric": False}
     return {"text": format_value(value), "numeric": True}
 
 
@@ -649,12 +654,13 @@ def _family(number: int, part: Section, prefix: str = "section") -> dict[str, An
     anchor = f"{prefix}-{number}"
     return {
         "anchor": anchor,
-        "title": part.title,
-        "intro": part.intro,
+        # a family's text may name a series in passing: a long name is shown by its ends
+        "title": long_words_by_their_ends(part.title),
+        "intro": long_words_by_their_ends(part.intro),
         "fragment": part.fragment,
         "tables": [
             {
-                "caption": table.caption,
+                "caption": long_words_by_their_ends(table.caption),
                 "columns": table.columns,
                 "rows": [[_cell(value) for value in row] for row in table.rows],
             }
