@@ -95,6 +95,22 @@ def test_wide_files_with_several_value_columns(write_csv: Callable[[str, str], P
     assert list(one["value"]) == [0.5, 0.6]
 
 
+def test_a_time_and_a_text_column_says_which_value_is_not_a_number(
+    write_csv: Callable[[str, str], Path],
+) -> None:
+    """A wide file whose values carry thousands separators is not read as wide (a text column
+    means a long file missing columns), and the error shows the first value that is not a
+    number, with its line; naming the columns then reports that cell as a bad value."""
+    text = 'time,value\n2024-01-01T00:00:00Z,12\n\n2024-01-01T00:01:00Z,"10,386.5"\n'
+    path = write_csv("thousands.csv", text)
+    with pytest.raises(DataError) as caught:
+        read_metric(path)
+    assert "missing column(s) 'entity', 'metric'" in str(caught.value)
+    assert "its column 'value' is not numeric: line 4 holds '10,386.5'" in str(caught.value)
+    with pytest.raises(DataError, match=r"thousands\.csv:4: column 'value': not a number"):
+        read_metric(path, values=["value"])
+
+
 def test_a_long_file_missing_a_column_is_not_taken_for_wide(
     write_csv: Callable[[str, str], Path],
 ) -> None:

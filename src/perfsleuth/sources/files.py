@@ -425,9 +425,9 @@ def read_metric(
     if found is None and absent:  # neither a metric frame nor a wide file we can recognise
         raise DataError(
             f"{name}: metric frame is missing column(s) {', '.join(map(repr, absent))} "
-            f"(columns present: {_list(table)}); to read it as a wide file, name its time "
-            "column with --time-column (time_column in a config) and its value columns with "
-            "-c/--column (values)"
+            f"(columns present: {_list(table)}){_text_values(table, locate)}; to read it as a "
+            "wide file, name its time column with --time-column (time_column in a config) and "
+            "its value columns with -c/--column (values)"
         )
     if found is None:
         return normalise(
@@ -479,6 +479,24 @@ def read_metric(
     )
 
 
+def _text_values(table: pd.DataFrame, locate: LineOf | None) -> str:
+    """Why a file of a time column and one other column was not read as wide: that column's
+    first value that is not a number (thousands separators, units), e.g. ``; its column
+    'value' is not numeric: line 2 holds '10,386.5'``; empty for other files."""
+    time_column = _time_column(table)
+    others = [c for c in table.columns if c != time_column]
+    if time_column is None or len(others) != 1:
+        return ""
+    text = table[others[0]].astype("string").str.strip()
+    bad = text.notna() & (text != "") & pd.to_numeric(text, errors="coerce").isna()
+    if not bad.any():
+        return ""
+    row = int(np.flatnonzero(bad.to_numpy())[0])
+    line = locate(row) if locate is not None else None
+    where = f"line {line}" if line is not None else f"row {row + 1}"
+    return f"; its column {others[0]!r} is not numeric: {where} holds {text.iloc[row]!r}"
+
+
 def _list(table: pd.DataFrame) -> str:
     return ", ".join(map(str, table.columns)) or "none"
 
@@ -495,14 +513,9 @@ def _wide_columns(
     Without ``values``, every column but the time column must be numeric and there must be
     exactly one (several would be a guess): a text column means a long file missing columns.
     """
+    time_column = time_column or _time_column(table)
     if time_column is None:
-        named = [c for c in table.columns if str(c).lower() in _TIME_NAMES]
-        if "time" in table.columns:
-            time_column = "time"
-        elif len(named) == 1:
-            time_column = str(named[0])
-        else:
-            return None
+        return None
     if values:
         return time_column, list(values)
     others = [str(c) for c in table.columns if c != time_column]
@@ -515,6 +528,15 @@ def _wide_columns(
             "those to read with values = [...] in a config, -c/--column on the command line"
         )
     return time_column, numeric
+
+
+def _time_column(table: pd.DataFrame) -> str | None:
+    """A file's time column when it is not named: ``time``, else its one column named like a
+    time (:data:`_TIME_NAMES`)."""
+    if "time" in table.columns:
+        return "time"
+    named = [c for c in table.columns if str(c).lower() in _TIME_NAMES]
+    return str(named[0]) if len(named) == 1 else None
 
 
 def _numeric(column: pd.Series) -> bool:
