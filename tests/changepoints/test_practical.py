@@ -559,13 +559,34 @@ def test_a_staircase_left_on_a_trend_by_the_search_with_no_slope_is_pruned() -> 
     assert [p.index for p in kept] == [1500, 3000] and not pruned and not slope.any()
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2, 4, 6])
+def test_steps_under_the_relative_floor_are_no_trend(seed: int) -> None:
+    # 4,000 readings at 120,000 with twelve jumps of ±2–12% in noise of 2%: the jumps under
+    # the 5% floor are not reported, and the staircase they leave is no trend with kinks
+    # (before: a trend, and one or two slope points far from every jump, in each of these)
+    rng = np.random.default_rng(seed)
+    n = 4000
+    while True:
+        cuts = np.sort(rng.choice(np.arange(100, n - 100), 12, replace=False))
+        if np.min(np.diff(cuts)) >= 30:
+            break
+    moves = rng.choice([-1.0, 1.0], 12) * rng.uniform(0.02, 0.12, 12)
+    levels = 120_000 * (1 + np.cumsum(np.r_[0.0, moves]))
+    x = levels[np.searchsorted(cuts, np.arange(n), side="right")] + rng.normal(0, 2400, n)
+    found = find_change_points(x)
+    assert found.trend[0] == 0.0 and all(p.kind == "level" for p in found.points)
+    assert all(min(abs(cuts - p.index)) <= 5 for p in found.points)
+    assert len(found.points) >= 4  # the large jumps are still reported
+
+
 def test_a_trend_found_by_the_first_start_is_not_searched_again_from_the_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # a bump (up at 700, down at 1,400) on a trend: the search with no slope finds the bump,
     # the slope inside its segments is then removed and refitted until it settles. Less that
     # slope, the segments neither form a staircase nor lean, so the line through everything
-    # (which the bump tilts) is not a second start: three searches, not four
+    # (which the bump tilts) is not a second start: three searches, not four (and one with no
+    # relative floor, which asks whether the trend is a staircase of small steps)
     rng = np.random.default_rng(11)
     n = 2000
     t = np.arange(n)
@@ -575,7 +596,8 @@ def test_a_trend_found_by_the_first_start_is_not_searched_again_from_the_line(
     run = search._Practical.run
 
     def counted(self, level, slope=None, previous=None):  # type: ignore[no-untyped-def]
-        slopes.append(0.0 if slope is None else float(slope[0]))
+        if self.min_relative_change > 0:
+            slopes.append(0.0 if slope is None else float(slope[0]))
         return run(self, level, slope, previous)
 
     monkeypatch.setattr(search._Practical, "run", counted)
