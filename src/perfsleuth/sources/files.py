@@ -487,11 +487,11 @@ def _text_values(table: pd.DataFrame, locate: LineOf | None) -> str:
     others = [c for c in table.columns if c != time_column]
     if time_column is None or len(others) != 1:
         return ""
-    text = table[others[0]].astype("string").str.strip()
-    bad = text.notna() & (text != "") & pd.to_numeric(text, errors="coerce").isna()
+    text, filled, numbers = _cells(table[others[0]])
+    bad = (filled & ~numbers).to_numpy()
     if not bad.any():
         return ""
-    row = int(np.flatnonzero(bad.to_numpy())[0])
+    row = int(np.flatnonzero(bad)[0])
     line = locate(row) if locate is not None else None
     where = f"line {line}" if line is not None else f"row {row + 1}"
     return f"; its column {others[0]!r} is not numeric: {where} holds {text.iloc[row]!r}"
@@ -545,6 +545,12 @@ def _numeric(column: pd.Series) -> bool:
         return False
     if pd.api.types.is_numeric_dtype(column):
         return True
+    _, filled, numbers = _cells(column)
+    return bool(filled.any()) and float(numbers[filled].mean()) > 0.5
+
+
+def _cells(column: pd.Series) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """A column's cells as stripped text, which of them are filled, and which are numbers."""
     text = column.astype("string").str.strip()
-    filled = text[text.notna() & (text != "")]
-    return len(filled) > 0 and pd.to_numeric(filled, errors="coerce").notna().mean() > 0.5
+    filled = (text.notna() & (text != "")).fillna(False).astype(bool)
+    return text, filled, pd.to_numeric(text.where(filled), errors="coerce").notna()

@@ -1188,9 +1188,7 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
             # judged at the noise's effective count, as the level test judges a point: with
             # n, persistent noise cut a line into a step (`benchmarks/changepoints_trend_size.py`)
             described = [_trend_fit(adjusted, fit[0], fit[1]) for fit in fits]
-            nu = max(_fit_independent(resid) for resid, _ in described)
-            floor = _rounding_floor(adjusted, [resid for resid, _ in described], search.grain())
-            scores = [_bic(resid, params, nu, floor) for resid, params in described]
+            scores = _bic_scores(adjusted, described, search.grain())
             slope, accepted, rejected = fits[int(np.argmin(scores))]
         if slope.any() and _negligible(adjusted, slope, accepted, search.min_effect):
             # a rise over the whole series below the effect floor does not matter, and it
@@ -1253,10 +1251,8 @@ def _steps_under_the_floor(
         return False  # the floor hid no step: the trend's starts have compared these already
     if _significant_slopes(y, cuts).any():
         return False  # its steps still lean: a ramp cut into steps, the trend's
-    described = [trend(), _trend_fit(y, np.zeros(y.shape[1]), fine)]
-    nu = max(_fit_independent(resid) for resid, _ in described)
-    floor = _rounding_floor(y, [resid for resid, _ in described], search.grain())
-    with_trend, steps = (_bic(resid, params, nu, floor) for resid, params in described)
+    fits = [trend(), _trend_fit(y, np.zeros(y.shape[1]), fine)]
+    with_trend, steps = _bic_scores(y, fits, search.grain())
     return steps < with_trend
 
 
@@ -1466,9 +1462,7 @@ def _with_kinks(
         resid, found = _beside(y, [*alone, *inside], real, judged)
         described.append((resid[:, None], 2 * len(real) + 2 * len(found) + 2, real, found))
     # judged at the noise's effective count, as the trend's two starts are
-    nu = max(_fit_independent(d[0]) for d in described)
-    floor = _rounding_floor(y[:, None], [d[0] for d in described], resolution)
-    scores = [_bic(d[0], d[1], nu, floor) for d in described]
+    scores = _bic_scores(y[:, None], [(d[0], d[1]) for d in described], resolution)
     resid, params, kept, bends = described[int(np.argmin(scores))]
     return list(kept), bends, [p for p in accepted if p not in kept], lambda: (resid, params)
 
@@ -1517,10 +1511,11 @@ def _broken_line_instead(
     stepped = _segment_means(y[:, None], sorted(p.index for p in accepted))[:, 0]
     # parameters: a position and a level per point and the mean; a position and a slope per
     # kink, an intercept and the first slope
-    described = [(y - stepped, 2 * len(accepted) + 1), (resid, 2 * len(alone) + 2)]
-    nu = max(_fit_independent(r[:, None]) for r, _ in described)
-    floor = _rounding_floor(y[:, None], [r[:, None] for r, _ in described], search.grain())
-    level, bent = (_bic(r[:, None], k, nu, floor) for r, k in described)
+    described = [
+        ((y - stepped)[:, None], 2 * len(accepted) + 1),
+        (resid[:, None], 2 * len(alone) + 2),
+    ]
+    level, bent = _bic_scores(y[:, None], described, search.grain())
     if bent < level:
         return [], alone, list(accepted)
     return accepted, [], []
@@ -1832,6 +1827,15 @@ def _bic(
     rss = np.maximum((resid**2).sum(axis=0), np.maximum(finest, np.finfo(float).tiny))
     nu = n if independent is None else independent
     return float(nu * np.log(rss / n).sum() + params * math.log(nu))
+
+
+def _bic_scores(y: FloatArray, fits: Sequence[Fit], resolution: FloatArray) -> list[float]:
+    """Each description's :func:`_bic` as descriptions of ``y`` are compared: at the effective
+    count of the most independent one's residuals (:func:`_fit_independent`), every residual
+    σ floored at the values' rounding (:func:`_rounding_floor`)."""
+    nu = max(_fit_independent(resid) for resid, _ in fits)
+    floor = _rounding_floor(y, [resid for resid, _ in fits], resolution)
+    return [_bic(resid, params, nu, floor) for resid, params in fits]
 
 
 def _fit_independent(resid: FloatArray) -> float:
