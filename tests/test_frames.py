@@ -177,6 +177,23 @@ def test_policies_repair_when_asked(write_csv: Callable[[str, str], Path]) -> No
     assert (coverage.dropped_missing, coverage.dropped_duplicates) == (1, 1)
 
 
+def test_backwards_time_names_both_fixes_when_sorting_would_meet_a_repeat(
+    write_csv: Callable[[str, str], Path],
+) -> None:
+    # a clock set back: 00:00 comes again with another value, so sorting alone is not enough
+    repeat = "2024-01-01T00:00:00Z,web,rt,9\n"
+    path = write_csv("clock.csv", HEADER + ROW1 + ROW2 + repeat)
+    both = r"clock\.csv:4: .*--disorder sort .*; it also repeats times with different values; "
+    with pytest.raises(DataError, match=both + r"to keep the first, use --duplicates first"):
+        read_frame(path, "metric")
+    # the same time in another series is no repeat; one with the same value is dropped quietly
+    other_series = "2024-01-01T00:01:00Z,db,rt,3\n2024-01-01T00:00:00Z,db,rt,9\n"
+    for rest in (other_series, ROW1):
+        path = write_csv("clock.csv", HEADER + ROW1 + ROW2 + rest)
+        with pytest.raises(DataError, match="backwards") as refused:
+            read_frame(path, "metric")
+        assert "--duplicates" not in str(refused.value)
+
 def test_epoch_seconds_and_naive_times_are_utc() -> None:
     frame = normalise(
         pd.DataFrame(

@@ -37,6 +37,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from perfsleuth.durations import MAX_SECONDS
 from perfsleuth.errors import DataError, located
@@ -614,7 +615,7 @@ def normalise(
         series = ["_series"] if keys else []
         if keys:
             out["_series"] = out.groupby(keys, sort=False).ngroup()
-        sorted_rows = _order(out, series, where, disorder)
+        sorted_rows = _order(out, series, where, disorder, duplicates)
         out = out.sort_values([*keys, "time"], kind="stable").reset_index(drop=True)
         out, dropped_duplicates = _dedupe(out, [*keys, "time"], where, duplicates)
         gaps = _gaps(out, keys, series, gap_factor)
@@ -796,9 +797,14 @@ def _units(out: pd.DataFrame, where: _Where) -> None:
     out["unit"] = pd.Series(base[codes], index=units.index, dtype=units.dtype)
 
 
-def _order(out: pd.DataFrame, series: list[str], where: _Where, disorder: str) -> int:
+def _order(
+    out: pd.DataFrame, series: list[str], where: _Where, disorder: str, duplicates: str
+) -> int:
     """How many times go backwards within their series (``series``: the column naming each
-    row's series; none: one series); an error unless ``disorder`` is "sort"."""
+    row's series; none: one series); an error unless ``disorder`` is "sort". The error also
+    says when sorting would meet a time repeated with another value that ``duplicates``
+    refuses: a clock set back repeats its times, and the user should learn both fixes at once,
+    not one per run."""
     if len(out) < 2:
         return 0
     steps = out.groupby(series, sort=False)["time"].diff() if series else out["time"].diff()
@@ -807,13 +813,29 @@ def _order(out: pd.DataFrame, series: list[str], where: _Where, disorder: str) -
         return 0
     if disorder == "error":
         pos = int(np.flatnonzero(back)[0])
+        repeated = duplicates == "error" and _conflicting(out, [*series, "time"]).any()
         raise where.error(
             f"time goes backwards to {out['time'].iat[pos].isoformat()} within a series"
-            + _advice("disorder", "sort", "accept unsorted input"),
+            + _advice("disorder", "sort", "accept unsorted input")
+            + (
+                "; it also repeats times with different values"
+                + _advice("duplicates", "first", "keep the first")
+                if repeated
+                else ""
+            ),
             _at(out, pos),
             "time",
         )
     return int(back.sum())
+
+
+def _conflicting(out: pd.DataFrame, keys: list[str]) -> NDArray[np.bool_]:
+    """The rows that repeat an earlier row's ``keys`` with a different value."""
+    repeated = out.duplicated(keys, keep="first").to_numpy()
+    if not repeated.any():
+        return repeated
+    values = [c for c in out.columns if c not in (*keys, "_pos", "_series")]
+    return repeated & ~out.duplicated([*keys, *values], keep="first").to_numpy()
 
 
 def _dedupe(
@@ -822,9 +844,7 @@ def _dedupe(
     repeated = out.duplicated(keys, keep="first").to_numpy()
     if not repeated.any():
         return out, 0
-    values = [c for c in out.columns if c not in (*keys, "_pos")]
-    identical = out.duplicated([*keys, *values], keep="first").to_numpy()
-    conflicting = repeated & ~identical
+    conflicting = _conflicting(out, keys)
     if conflicting.any() and duplicates == "error":
         pos = int(np.flatnonzero(conflicting)[0])
         key = ", ".join(f"{k}={out[k].iat[pos]}" for k in keys)

@@ -58,7 +58,9 @@ def test_a_timestamp_value_file_is_read_as_wide() -> None:
         (
             TEMPERATURE,
             r"machine_temperature_system_failure\.csv:63: column 'timestamp': time goes backwards "
-            r"to 2014-01-07T02:00:00\+00:00 .*; to accept unsorted input, use --disorder sort",
+            r"to 2014-01-07T02:00:00\+00:00 .*; to accept unsorted input, use --disorder sort "
+            r".*; it also repeats times with different values; to keep the first, use "
+            r"--duplicates first",
             {"disorder": "sort", "duplicates": "first"},
         ),
     ],
