@@ -130,7 +130,7 @@ def test_a_step_in_short_persistent_noise_is_found_without_false_points(
     assert false == 0
 
 
-@pytest.mark.parametrize(("n", "least"), [(12, 33), (20, 45), (30, 40)])
+@pytest.mark.parametrize(("n", "least"), [(12, 33), (20, 45), (30, 46)])
 def test_a_step_in_a_few_independent_readings_is_found_and_their_noise_stays_quiet(
     n: int, least: int
 ) -> None:
@@ -139,6 +139,9 @@ def test_a_step_in_a_few_independent_readings_is_found_and_their_noise_stays_qui
     # the long-run variance, (1 + phi)/(1 - phi)^2 times theirs, up to 28 times the noise's,
     # left the step no candidate or under its cost (found in 23, 35 and 37 of 50 before).
     # phi now counts only above two of those standard errors; the test carries the size.
+    # Under 32 readings (no block ever measured) it never counts: that bar is .88 or more,
+    # above the memory cap of .75, and passing it by chance still cost 7 of the 50 steps in
+    # 30 readings (found in 41; now 48).
     found = false = 0
     for seed in range(50):
         x = np.random.default_rng(seed).standard_normal(n)

@@ -170,6 +170,12 @@ def test_long_run_scale_counts_phi_only_where_the_differences_show_it() -> None:
     # what the differences do show counts: φ = .9 in 400 readings (2.4/√400 = .12)
     ar = lfilter([1.0], [1.0, -0.9], noise(3, 400))
     assert long_run_scale(ar, max_block=1)[0] == pytest.approx(difference_phi(ar))
+    # a series too short for any block (under 32 readings) never counts it: its bar (.88 at
+    # 30) is above the memory cap (.75), so passing it said only "at least .88"
+    walk = np.cumsum(noise(6, 30))
+    assert difference_phi(walk) > 0.88
+    assert long_run_scale(walk)[0] == long_run_scale(walk, max_block=1)[0] == 0.0
+    assert long_run_scale(np.cumsum(noise(6, 32)), max_block=1)[0] == pytest.approx(0.75)
     # and with blocks measured beside it φ is kept as estimated (they understate short-range
     # persistence): φ = .2, φ̂ = .19 in 400 readings, under two standard errors (.24)
     weak = lfilter([1.0], [1.0, -0.2], noise(6, 400))
