@@ -194,6 +194,7 @@ def test_backwards_time_names_both_fixes_when_sorting_would_meet_a_repeat(
             read_frame(path, "metric")
         assert "--duplicates" not in str(refused.value)
 
+
 def test_epoch_seconds_and_naive_times_are_utc() -> None:
     frame = normalise(
         pd.DataFrame(
