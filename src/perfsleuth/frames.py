@@ -831,11 +831,12 @@ def _order(
 
 def _conflicting(out: pd.DataFrame, keys: list[str]) -> NDArray[np.bool_]:
     """The rows that repeat an earlier row's ``keys`` with a different value."""
-    repeated = out.duplicated(keys, keep="first").to_numpy()
+    repeated: NDArray[np.bool_] = out.duplicated(keys, keep="first").to_numpy(dtype=bool)
     if not repeated.any():
         return repeated
     values = [c for c in out.columns if c not in (*keys, "_pos", "_series")]
-    return repeated & ~out.duplicated([*keys, *values], keep="first").to_numpy()
+    same: NDArray[np.bool_] = out.duplicated([*keys, *values], keep="first").to_numpy(dtype=bool)
+    return repeated & ~same
 
 
 def _dedupe(
