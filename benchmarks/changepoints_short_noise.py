@@ -14,7 +14,8 @@ Seeded per (n, replicate), so two versions of ``src`` see the same series
 split, the series' lag-1 autocorrelation as the estimated φ, α = .05, min_size as the defaults
 choose), for n 12–30: what the search's other gates leave of it.
 
-Run: ``.venv/bin/python benchmarks/changepoints_short_noise.py [--reps 200] [--test-size]``
+Run: ``.venv/bin/python benchmarks/changepoints_short_noise.py [--reps 200] [--test-size]
+[--sizes 36,45,54]`` (``--sizes``: other lengths, the same seeding)
 """
 
 from __future__ import annotations
@@ -76,15 +77,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--test-size", action="store_true", help="the FPA test alone")
+    parser.add_argument("--sizes", help="N,N,...: other lengths (default 12,20,30,60,100,200)")
     args = parser.parse_args()
     reps = args.reps
+    sizes = tuple(int(v) for v in args.sizes.split(",")) if args.sizes else SIZES
     if args.test_size:
         test_size(reps)
         return
     print(f"share of {reps} series with any change point, no change (φ = 1: a random walk)")
     print("| n | " + " | ".join(f"φ = {p:g}" for p in NULL_PHIS) + " |")
     print("|---" * (len(NULL_PHIS) + 1) + "|")
-    for n in SIZES:
+    for n in sizes:
         cells = []
         for phi in NULL_PHIS:
             hits = sum(
@@ -98,7 +101,7 @@ def main() -> None:
     header = [f"φ = {p:g}, {s:g} σ" for p in STEP_PHIS for s in STEPS]
     print("| n | " + " | ".join(header) + " |")
     print("|---" * (len(header) + 1) + "|")
-    for n in SIZES:
+    for n in sizes:
         at = int(0.4 * n)
         near = 5 if n >= 30 else 1
         cells = []

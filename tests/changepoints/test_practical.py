@@ -118,7 +118,7 @@ def test_a_step_in_short_persistent_noise_is_found_without_false_points(
     n: int, at: int, least: int
 ) -> None:
     # The AR(1) scale's memory is capped at the longest block a short series allows (3 and 6
-    # readings here, at least 4), not 16: a memory of 16 cannot be told from the level shifts
+    # readings here, at least 2), not 16: a memory of 16 cannot be told from the level shifts
     # of 60 readings, and it made the long-run scale so wide that a 3-sigma step was found in
     # 8 and 5 of 20 series (now 17 and 13). Without the step: no point in any of them.
     found = sum(
@@ -127,6 +127,23 @@ def test_a_step_in_short_persistent_noise_is_found_without_false_points(
     )
     false = sum(bool(find_change_points(_persistent(s, n, 0.0, at)).indices) for s in range(20))
     assert found >= least
+    assert false == 0
+
+
+def test_a_step_in_45_readings_of_mildly_persistent_noise_is_found() -> None:
+    # AR(1) noise with phi = .5 and a 4-sigma step at 40%. 45 readings allow blocks of 2 only:
+    # a memory longer than that cannot be told from level shifts, and the old cap of 4 (phi
+    # .75), which the differences' phi reached by chance, made the yardstick 3.7 times the
+    # white-noise one (found in 23 of 40; now 36). Without the step: no point in any of them.
+    n, at = 45, 18
+    found = false = 0
+    for seed in range(40):
+        e = np.random.default_rng(seed).standard_normal(n)
+        x = lfilter([1.0], [1.0, -0.5], e) * math.sqrt(1 - 0.25)
+        false += bool(find_change_points(x).indices)
+        x[at:] += 4.0
+        found += any(abs(i - at) <= 2 for i in find_change_points(x).indices)
+    assert found >= 33
     assert false == 0
 
 

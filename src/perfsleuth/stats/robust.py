@@ -54,7 +54,7 @@ _MAD = 1.4826  # MAD → σ for a normal distribution
 _WINSOR = 3.0  # moves beyond this many typical moves are capped there
 _FEWEST_DIFFERENCES = 10  # fewer: no φ is estimated (0)
 _LONGEST_MEMORY = 16  # correlation length (observations) allowed to the AR(1) scale before blocks
-_SHORTEST_MEMORY = 4  # ... and always, however short the series
+_SHORTEST_MEMORY = 2  # ... and always, however short the series (φ ≤ .5)
 _PHI_SE = 2.4  # √n × difference_phi's standard error on independent noise (2.36-2.61, n 12-1000)
 _PHI_SHOWN_SE = 2.0  # standard errors by which that φ must exceed 0 to count in the AR(1) scale
 
@@ -513,13 +513,19 @@ def persistence(x: FloatArray, *, max_block: int | None = None) -> float:
 def _memory_cap(n: int, top: int) -> int:
     """The longest correlation length ``1/(1 − φ)`` the AR(1) scale of ``n`` observations may
     extrapolate to, blocks up to ``top`` measured: ``top``, or 16 when that is longer — but
-    never longer than the longest block the series allows (``min(n/16, 2√n)``; at least 4).
+    never longer than the longest block the series allows (``min(n/16, 2√n)``; at least 2).
 
     A memory longer than the blocks measured cannot be told from level shifts within the
     series. The first noise round measures no blocks (``top`` = 1) and allows 16; a series of
     100 readings, whose blocks reach 6, is allowed 6, not 16: φ = .94 there (a random walk's
     differences give 1) made the long-run scale 3.1 times the series' whole spread, and beaver
-    2's 1 °C step (Reynolds 1994) was no candidate."""
+    2's 1 °C step (Reynolds 1994) was no candidate. Series of 32–63 readings, whose blocks
+    reach 2 or 3, are allowed 2 (φ ≤ .5), not 4: at φ̂ = .75, often read by chance from 35–60
+    differences, their scale was 3.7 times the white-noise one, and a 4 σ step in 36 readings
+    of AR(1) noise with φ = .5 was found in .45 of series (.71 with 2; random walks with no
+    change .085 → .095; `benchmarks/changepoints_short_noise.py --sizes 36`). (The floor of
+    4 was for random walks of 30 steps, whose φ no longer counts at all:
+    :func:`long_run_noise`.)"""
     return max(top, min(_LONGEST_MEMORY, max(_longest_block(n, None), _SHORTEST_MEMORY)))
 
 
