@@ -15,13 +15,15 @@ split, the series' lag-1 autocorrelation as the estimated φ, α = .05, min_size
 choose), for n 12–30: what the search's other gates leave of it.
 
 Run: ``.venv/bin/python benchmarks/changepoints_short_noise.py [--reps 200] [--test-size]
-[--sizes 36,45,54]`` (``--sizes``: other lengths, the same seeding)
+[--sizes 36,45,54] [--peer]`` (``--sizes``: other lengths, the same seeding; ``--peer``: the
+same tables for binary segmentation with its default penalty, the issue's bar)
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.signal import lfilter
@@ -45,6 +47,18 @@ def noise(seed: int, n: int, phi: float) -> np.ndarray:
     e = np.random.default_rng(seed).standard_normal(n)
     x: np.ndarray = lfilter([1.0], [1.0, -phi], e)
     return x if phi >= 1.0 else x * math.sqrt(1.0 - phi * phi)
+
+
+def _defaults(x: np.ndarray) -> Sequence[int]:
+    return find_change_points(x).indices
+
+
+def _binseg_default(x: np.ndarray) -> Sequence[int]:
+    """``benchmarks/changepoints_accuracy.py``'s ``binseg-default`` (R changepoint's BinSeg,
+    MBIC, on the standardised series): the bar of issue 17's held-out check."""
+    from changepoints_accuracy import binseg_default
+
+    return binseg_default(x)
 
 
 def test_size(reps: int) -> None:
@@ -78,9 +92,13 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--test-size", action="store_true", help="the FPA test alone")
     parser.add_argument("--sizes", help="N,N,...: other lengths (default 12,20,30,60,100,200)")
+    parser.add_argument(
+        "--peer", action="store_true", help="binary segmentation's default instead, for scale"
+    )
     args = parser.parse_args()
     reps = args.reps
     sizes = tuple(int(v) for v in args.sizes.split(",")) if args.sizes else SIZES
+    detect = _binseg_default if args.peer else _defaults
     if args.test_size:
         test_size(reps)
         return
@@ -90,9 +108,7 @@ def main() -> None:
     for n in sizes:
         cells = []
         for phi in NULL_PHIS:
-            hits = sum(
-                bool(find_change_points(noise(1000 * n + s, n, phi)).indices) for s in range(reps)
-            )
+            hits = sum(bool(detect(noise(1000 * n + s, n, phi))) for s in range(reps))
             cells.append(f"{hits / reps:.3f}")
         print(f"| {n} | " + " | ".join(cells) + " |")
     print(
@@ -111,7 +127,7 @@ def main() -> None:
                 for s in range(reps):
                     x = noise(7000 * n + s, n, phi)
                     x[at:] += step
-                    hits += any(abs(i - at) <= near for i in find_change_points(x).indices)
+                    hits += any(abs(i - at) <= near for i in detect(x))
                 cells.append(f"{hits / reps:.2f}")
         print(f"| {n} | " + " | ".join(cells) + " |")
 
