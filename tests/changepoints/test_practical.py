@@ -157,8 +157,8 @@ def test_a_step_in_a_few_independent_readings_is_found_and_their_noise_stays_qui
     # left the step no candidate or under its cost (found in 23, 35 and 37 of 50 before).
     # phi now counts only above two of those standard errors; the test carries the size.
     # Under 32 readings (no block ever measured) it never counts: that bar is .88 or more,
-    # above the memory cap of .75, and passing it by chance still cost 7 of the 50 steps in
-    # 30 readings (found in 41; now 48).
+    # above the memory cap (.75 then), and passing it by chance still cost 7 of the 50 steps
+    # in 30 readings (found in 41; now 48).
     found = false = 0
     for seed in range(50):
         x = np.random.default_rng(seed).standard_normal(n)

@@ -456,13 +456,14 @@ def long_run_noise(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
       that cannot tell φ = 0 from φ = .75 multiplied the variance by up to (1 + φ)/(1 − φ)²
       = 28 at random (φ̂ > .6 in .26 of 12 independent readings, .15 of 30; a 6 σ step at
       mid-series in 30 of them was not worth its cost in .14). On a series too short for
-      any block ever (fewer than 32 readings), φ never counts: there the bar is .85 or more
-      and the cap .75 (:func:`_memory_cap`), so passing it said only "at least .85" and
-      switched the scale to 3.7 times the white-noise one, by chance in .05–.07 of
-      independent series of 24–31 readings (a 3 σ step in 30 of them then had no
-      candidate), while series of 12–23 readings, whose bar exceeds .99, never had it; the
-      level test, at the segment's own lag-1 autocorrelation, keeps its size
-      (`benchmarks/changepoints_short_noise.py`, n = 30). Where blocks are measured
+      any block ever (fewer than 32 readings), φ never counts: there the bar (.85 or more)
+      lies above the memory cap (:func:`_memory_cap`), so passing it said only "at least
+      .85" and switched the scale to the cap's — 3.7 times the white-noise one at the cap of
+      .75 it then had — by chance in .05–.07 of independent series of 24–31 readings (a 3 σ
+      step in 30 of them then had no candidate), while series of 12–23 readings, whose bar
+      exceeds .99, never had it; the level test, at the segment's own lag-1
+      autocorrelation, keeps its size (`benchmarks/changepoints_short_noise.py`, n = 30).
+      Where blocks are measured
       beside it, φ is kept as estimated: the shortest blocks understate short-range
       persistence (blocks of 4 put σ_LR 14% low at φ = .3), which this estimate covers
       (dropping it there too, straight lines in AR(1) noise of φ = .3 got a level point in
