@@ -813,7 +813,7 @@ def _order(
         return 0
     if disorder == "error":
         pos = int(np.flatnonzero(back)[0])
-        repeated = duplicates == "error" and _conflicting(out, [*series, "time"]).any()
+        repeated = duplicates == "error" and _repeats(out, [*series, "time"])[1].any()
         raise where.error(
             f"time goes backwards to {out['time'].iat[pos].isoformat()} within a series"
             + _advice("disorder", "sort", "accept unsorted input")
@@ -829,23 +829,23 @@ def _order(
     return int(back.sum())
 
 
-def _conflicting(out: pd.DataFrame, keys: list[str]) -> NDArray[np.bool_]:
-    """The rows that repeat an earlier row's ``keys`` with a different value."""
+def _repeats(out: pd.DataFrame, keys: list[str]) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """The rows that repeat an earlier row's ``keys``, and those of them with a different
+    value."""
     repeated: NDArray[np.bool_] = out.duplicated(keys, keep="first").to_numpy(dtype=bool)
     if not repeated.any():
-        return repeated
+        return repeated, repeated
     values = [c for c in out.columns if c not in (*keys, "_pos", "_series")]
     same: NDArray[np.bool_] = out.duplicated([*keys, *values], keep="first").to_numpy(dtype=bool)
-    return repeated & ~same
+    return repeated, repeated & ~same
 
 
 def _dedupe(
     out: pd.DataFrame, keys: list[str], where: _Where, duplicates: str
 ) -> tuple[pd.DataFrame, int]:
-    repeated = out.duplicated(keys, keep="first").to_numpy()
+    repeated, conflicting = _repeats(out, keys)
     if not repeated.any():
         return out, 0
-    conflicting = _conflicting(out, keys)
     if conflicting.any() and duplicates == "error":
         pos = int(np.flatnonzero(conflicting)[0])
         key = ", ".join(f"{k}={out[k].iat[pos]}" for k in keys)
