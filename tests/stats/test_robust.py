@@ -170,12 +170,14 @@ def test_long_run_scale_counts_phi_only_where_the_differences_show_it() -> None:
     # what the differences do show counts: φ = .9 in 400 readings (2.4/√400 = .12)
     ar = lfilter([1.0], [1.0, -0.9], noise(3, 400))
     assert long_run_scale(ar, max_block=1)[0] == pytest.approx(difference_phi(ar))
-    # a series too short for any block (under 32 readings) never counts it: its bar (.88 at
-    # 30) was above the memory cap (.75), so passing it said only "at least .88"
+    # nor where that bar lies above the memory cap, so that passing it says only "at least
+    # the bar": .88 against .5 at 30 readings (no block ever), .85 against .5 at 32 (blocks
+    # of 2 to come); at 64 the bar is .6 and the cap .75
     walk = np.cumsum(noise(6, 30))
     assert difference_phi(walk) > 0.88
     assert long_run_scale(walk)[0] == long_run_scale(walk, max_block=1)[0] == 0.0
-    assert long_run_scale(np.cumsum(noise(6, 32)), max_block=1)[0] == pytest.approx(0.5)
+    assert long_run_scale(np.cumsum(noise(6, 32)), max_block=1)[0] == 0.0
+    assert long_run_scale(np.cumsum(noise(6, 64)), max_block=1)[0] == pytest.approx(0.75)
     # and with blocks measured beside it φ is kept as estimated (they understate short-range
     # persistence): φ = .2, φ̂ = .19 in 400 readings, under two standard errors (.24)
     weak = lfilter([1.0], [1.0, -0.2], noise(6, 400))

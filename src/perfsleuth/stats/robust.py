@@ -455,15 +455,14 @@ def long_run_noise(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
       about its 95th percentile there, exceeded by .04–.05 of series), else 0. An estimate
       that cannot tell φ = 0 from φ = .75 multiplied the variance by up to (1 + φ)/(1 − φ)²
       = 28 at random (φ̂ > .6 in .26 of 12 independent readings, .15 of 30; a 6 σ step at
-      mid-series in 30 of them was not worth its cost in .14). On a series too short for
-      any block ever (fewer than 32 readings), φ never counts: there the bar (.85 or more)
-      lies above the memory cap (:func:`_memory_cap`), so passing it said only "at least
-      .85" and switched the scale to the cap's — 3.7 times the white-noise one at the cap of
-      .75 it then had — by chance in .05–.07 of independent series of 24–31 readings (a 3 σ
-      step in 30 of them then had no candidate), while series of 12–23 readings, whose bar
-      exceeds .99, never had it; the level test, at the segment's own lag-1
-      autocorrelation, keeps its size (`benchmarks/changepoints_short_noise.py`, n = 30).
-      Where blocks are measured
+      mid-series in 30 of them was not worth its cost in .14). Nor does it count where that
+      bar lies at or above the memory cap (:func:`_memory_cap`; under 55 readings): passing
+      it then says only "at least the bar", and it switched the scale to the cap's — 3.7
+      times the white-noise one at the cap of .75 series under 64 readings then had — by
+      chance in .05–.07 of independent series of 24–31 readings (a 3 σ step in 30 of them
+      then had no candidate), while series of 12–23 readings, whose bar exceeds .99, never
+      had it; the level test, at the segment's own lag-1 autocorrelation, keeps its size
+      (`benchmarks/changepoints_short_noise.py`, n = 30). Where blocks are measured
       beside it, φ is kept as estimated: the shortest blocks understate short-range
       persistence (blocks of 4 put σ_LR 14% low at φ = .3), which this estimate covers
       (dropping it there too, straight lines in AR(1) noise of φ = .3 got a level point in
@@ -490,10 +489,11 @@ def long_run_noise(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
     d = np.diff(x)
     mad_scale = _mad_scale_in_place(_copied(d, scratch[0]))
     phi = _difference_phi(d, mad_scale, scratch)
-    never_blocks = _longest_block(n, None) < 2
-    if top < 2 and (never_blocks or phi < _PHI_SHOWN_SE * _PHI_SE / math.sqrt(n)):
+    cap = 1.0 - 1.0 / _memory_cap(n, top)
+    bar = _PHI_SHOWN_SE * _PHI_SE / math.sqrt(n)
+    if top < 2 and (phi < bar or bar >= cap):
         phi = 0.0  # no blocks: see docstring
-    phi = min(phi, 1.0 - 1.0 / _memory_cap(n, top))
+    phi = min(phi, cap)
     v = (mad_scale or _difference_scale(d)) ** 2
     scale = math.sqrt(v * (1.0 + phi) / 2.0) / (1.0 - phi)
     block = 2
