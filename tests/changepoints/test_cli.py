@@ -139,6 +139,6 @@ def test_top_spikes_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         assert code == 0, err
         return [f.evidence_dict()["index"] for f in read_jsonl(out) if f.kind == "spike"]
 
-    assert spikes() == [50, 120]  # the two largest, largest first
-    assert spikes("--top-spikes", "3") == [50, 120, 250]
+    assert spikes() == [50, 120, 250]  # the three largest, largest first
+    assert spikes("--top-spikes", "2") == [50, 120]
     assert spikes("--top-spikes", "0") == []

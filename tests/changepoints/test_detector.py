@@ -75,10 +75,11 @@ def test_the_largest_spike_runs_are_info_findings_and_the_mean_is_unchanged_by_t
     changes = [f for f in findings if f.kind is Kind.CHANGE_POINT]
     spikes = [f for f in findings if f.kind is Kind.SPIKE]
     assert [f.evidence_dict()["index"] for f in changes] == [65]
-    assert len(spikes) == 2  # the default top_spikes: the two largest runs, largest first
+    assert len(spikes) == 3  # the default top_spikes: the three largest runs, largest first
     assert all(f.severity is Severity.INFO and f.detector == "changepoint" for f in spikes)
-    first, second = (f.evidence_dict() for f in spikes)
-    assert first["size_sd"] >= second["size_sd"] > 5.0
+    first, second, third = (f.evidence_dict() for f in spikes)
+    assert first["size_sd"] >= second["size_sd"] >= third["size_sd"] > 5.0
+    assert third["index"] == 100
     assert {first["index"], second["index"]} == {20, 91}
     burst = next(f for f in spikes if f.evidence_dict()["index"] == 91)
     minute = pd.Timedelta(minutes=1)

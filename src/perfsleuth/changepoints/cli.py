@@ -95,7 +95,7 @@ def changepoints_command(
     top_spikes: Annotated[
         int | None,
         typer.Option(
-            help="Report the N largest spike runs of each series as findings [default: 2]",
+            help="Report the N largest spike runs of each series as findings [default: 3]",
             show_default=False,
         ),
     ] = None,

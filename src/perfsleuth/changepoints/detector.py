@@ -27,7 +27,7 @@ change).
 
 Spikes are data, not change points: the search keeps them in every mean and lists them
 (``ChangePoints.spikes``, grouped into ``spike_runs``). The ``top_spikes`` largest runs of each
-series (default 2, by how far their most extreme observation lies from the model, in noise σ)
+series (default 3, by how far their most extreme observation lies from the model, in noise σ)
 apart from its change points (``ChangePoints.notable_spikes``) are findings of kind ``spike``
 at ``INFO``: an operator sees the most extreme moments of a series without every 5σ reading of
 a heavy-tailed one becoming a line.

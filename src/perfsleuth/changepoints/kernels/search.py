@@ -283,7 +283,7 @@ class Segment:
         return self.stop - self.start
 
 
-DEFAULT_TOP_SPIKES = 2  # spike runs per series reported as findings, the largest
+DEFAULT_TOP_SPIKES = 3  # spike runs per series reported as findings, the largest
 
 
 @dataclass(frozen=True, slots=True)
