@@ -1987,16 +1987,8 @@ def _bulk_symmetrised(column: FloatArray) -> FloatArray:
     ceiling squeezed them together: a −2.8 σ reading became the largest "spike" and the +20 σ
     one none; lognormal noise with two readings ×20 had no spike at all. With 1% of each tail
     left out, four spikes in 120 readings still chose λ; with 10%, the lognormal's own tail
-    began to count as spikes.
-
-    Where most residuals are one value (counts of rare events, an idle gauge) there is no
-    shape to fit, and none is: λ fitted on a lattice of 0s, 1s and 2s reached −1, whose
-    scale is bounded, so a burst of 100 events sat next to 2 and was no spike (found in .00–.09
-    of Poisson series at rates .1–.5, `benchmarks/changepoints_count_bursts.py`; .96–1.00 on
-    the residuals as they are, judged by the typical move: :func:`robust_mod.robust_scale`)."""
+    began to count as spikes."""
     centred = column - robust_mod.median(column)  # (np.median's value, faster)
-    if robust_mod.median(np.abs(centred)) == 0.0:
-        return centred
     lo, hi = np.quantile(centred, [_SPIKE_FIT_TAIL, 1.0 - _SPIKE_FIT_TAIL])
     bulk = centred[(centred >= lo) & (centred <= hi)]
     unit = float(np.std(bulk)) or float(np.std(centred))
