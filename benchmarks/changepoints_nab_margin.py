@@ -23,7 +23,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from changepoints_accuracy import MIRROR_DEFAULT, NAB_DEFAULT, STRUCCHANGE_DEFAULT, corpus
+from changepoints_accuracy import (
+    MIRROR_DEFAULT,
+    NAB_DEFAULT,
+    STRUCCHANGE_DEFAULT,
+    Case,
+    corpus,
+)
 
 from perfsleuth import find_change_points
 
@@ -31,12 +37,11 @@ EPSILONS = (1e-12, 1e-9, 1e-6, 1e-4)
 
 
 def hits(
-    perturb: Callable[[np.ndarray, int], np.ndarray],
+    cases: list[Case], perturb: Callable[[np.ndarray, int], np.ndarray]
 ) -> tuple[int, int, set[tuple[str, int]]]:
     """(windows hit, findings, the windows hit as (series, window number))."""
-    cases, _ = corpus(Path(NAB_DEFAULT), Path(STRUCCHANGE_DEFAULT), ["nab"], Path(MIRROR_DEFAULT))
     hit, findings, which = 0, 0, set()
-    for k, case in enumerate(sorted(cases, key=lambda c: c.name)):
+    for k, case in enumerate(cases):
         x = perturb(np.asarray(case.values, dtype=float), k)
         result = find_change_points(x)
         found = [*result.indices, *(run.index for run in result.notable_spikes())]
@@ -52,7 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    base_hit, base_findings, base_which = hits(lambda x, _: x)
+    found, _ = corpus(Path(NAB_DEFAULT), Path(STRUCCHANGE_DEFAULT), ["nab"], Path(MIRROR_DEFAULT))
+    cases = sorted(found, key=lambda c: c.name)  # read once: every perturbation searches them
+    base_hit, base_findings, base_which = hits(cases, lambda x, _: x)
     print("| perturbation | windows hit | findings | windows lost / gained |")
     print("|---|---|---|---|")
     print(f"| none | {base_hit}/49 | {base_findings} | – |")
@@ -66,7 +73,7 @@ def main() -> None:
                 ),
             ),
         ):
-            hit, findings, which = hits(perturb)
+            hit, findings, which = hits(cases, perturb)
             lost = ", ".join(f"{s} #{w}" for s, w in sorted(base_which - which)) or "–"
             gained = ", ".join(f"{s} #{w}" for s, w in sorted(which - base_which)) or "–"
             print(f"| {name} | {hit}/49 | {findings} | {lost} / {gained} |", flush=True)
