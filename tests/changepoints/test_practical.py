@@ -242,6 +242,58 @@ def test_spikes_are_judged_against_the_noise_of_their_own_segment() -> None:
     assert [r.index for r in found.notable_spikes()] == [450]
 
 
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_a_burst_in_counts_of_rare_events_is_a_spike_finding(rate: float) -> None:
+    # errors a minute, mostly 0 or 1: the symmetrising transform fitted on that lattice had a
+    # bounded scale (λ = -1), so a burst of 100 sat next to 2 and no seed showed it
+    for seed in range(10):
+        x = np.random.default_rng(seed).poisson(rate, 600).astype(float)
+        x[300] += 100.0
+        found = find_change_points(x)
+        assert found.indices == ()
+        assert [r.index for r in found.notable_spikes()] == [300], seed
+
+
+def test_an_idle_queues_ordinary_lengths_are_no_spikes() -> None:
+    # M/M/1 at ρ = .5: half the readings are 0 and lengths fall off geometrically (P(≥ k) =
+    # .5^k), so in 1,000 readings a length of 10 is ordinary. Against the typical move of 1
+    # alone, a spike finding showed in .225 of such series
+    shown = 0
+    for seed in range(40):
+        x = np.random.default_rng(seed).geometric(0.5, 1000).astype(float) - 1.0
+        shown += bool(find_change_points(x).notable_spikes())
+    assert shown <= 2
+
+
+def test_bursts_that_span_decades_are_their_own_ordinary_tail() -> None:
+    # disk writes: idle in 9 readings of 10, then bursts of lognormal size (σ = 1.5 on the log
+    # scale), whose largest in 2,000 readings is some 40 times the typical burst
+    shown = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        x = np.where(rng.random(2000) < 0.1, rng.lognormal(15.0, 1.5, 2000), 0.0)
+        shown += bool(find_change_points(x).notable_spikes())
+    assert shown <= 1
+
+
+def test_a_gauge_that_turns_noisy_is_not_one_long_spike() -> None:
+    # held at 3.0 exactly, then noisy: judged on the flat half's zero spread, the noisy half
+    # was one "spike" run (.86-.89 of series)
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        x = np.r_[np.full(300, 3.0), 3.0 + rng.normal(0.0, 1.0, 300)]
+        assert find_change_points(x).notable_spikes() == (), seed
+
+
+@pytest.mark.parametrize(("shape", "expected"), [(0.0, 0.0), (0.5, 0.5), (1.0, 1.0)])
+def test_the_tail_shape_from_quartiles(shape: float, expected: float) -> None:
+    # a generalised Pareto tail's median and upper quartile (σ = 1): ξ = 0 is exponential
+    def quantile(p: float) -> float:
+        return -math.log1p(-p) if shape == 0 else ((1 - p) ** -shape - 1) / shape
+
+    assert search._pickands_shape(quantile(0.5), quantile(0.75)) == pytest.approx(expected)
+
+
 def test_points_are_ranked_by_effect() -> None:
     rng = np.random.default_rng(5)
     x = rng.standard_normal(900) + np.repeat([0.0, 3.0, 13.0], 300)
