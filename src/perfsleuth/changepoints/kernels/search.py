@@ -1994,32 +1994,34 @@ def _value_held_by_half(column: FloatArray) -> float | None:
     return None
 
 
-def _pickands_shape(median: float, upper: float) -> float:
-    """A tail's shape ξ from its median and upper quartile, both measured from its start
-    (Pickands 1975, at survival 1, 1/2 and 1/4), between 0 (exponential) and 1: heavier than
-    exponential where the upper quartile lies more than twice as far as the median."""
-    if upper <= median:
+def _pickands_shape(low: float, middle: float, high: float) -> float:
+    """A tail's shape ξ from three of its quantiles, each at half the survival of the one
+    before (Pickands 1975), between 0 (exponential) and 1: heavier than exponential where
+    the second gap is the wider."""
+    if high <= middle or middle <= low:
         return 0.0
-    return min(max(math.log2((upper - median) / median), 0.0), 1.0)
+    return min(max(math.log2((high - middle) / (middle - low)), 0.0), 1.0)
 
 
 def _tied_tail_distance(centred: FloatArray) -> FloatArray:
     """Each residual's rarity, as the standard normal quantile of its tail probability, where
     at least half the residuals are 0 (counts of rare events, an idle queue, a gauge that holds
     a value). There the symmetrising fit has no shape to fit: λ fitted on a lattice of 0s, 1s
-    and 2s reached −1, whose scale is bounded, so a burst of 100 events sat next to 2; and the
-    typical move alone misjudges a tail (an idle M/M/1 queue's ordinary lengths of 8–10 were
-    "spikes" against a move of 1).
+    and 2s reached −1, whose bounded scale set a burst of 100 events next to 2; and the
+    typical move alone calls an idle queue's ordinary tail "spikes" (lengths of 8–10 against a
+    move of 1).
 
-    Each side is judged against a tail fitted to its own distances d ≥ d₀ (the smallest):
-    P(|r| ≥ d) = p·S(d − d₀), p the share of readings on that side. Where the distances spread
-    (their median beyond d₀), S is a generalised Pareto survival through their median and upper
-    quartile (:func:`_pickands_shape`: bursts of disk writes spanning decades are their own
-    ordinary tail). On a lattice whose first step holds half of them, S is geometric, with the
-    share beyond that step one step (= d₀, a count's unit) along, but never rarer at the
+    Each side is judged against a tail fitted to its own distances d from that value: P(|r| ≥
+    d) = p·S(d), p the share of readings on that side. Where the distances spread (d₀ < median
+    < upper quartile, d₀ the smallest), S is a generalised Pareto survival above their median
+    whose shape is the heavier of Pickands' from d₀, the median and the upper quartile and from
+    the median, the upper quartile and the 7/8 quantile: a mostly idle disk's bursts of writes
+    spanning decades, or of lognormal size, are their own ordinary tail (the first alone
+    showed "spikes" in .26 of series of lognormal bursts). On a lattice, S is geometric, with
+    the share beyond the first step one step (d₀, a count's unit) along, but never rarer at the
     distances' 90th percentile than they are there (a gauge at 0.066 that often reads 0.068
     and 0.134 has steps of 0.002 and 0.068). Quantiles fit S, not the mean, so the readings
-    to be judged do not choose it."""
+    judged do not choose it."""
     from scipy.special import ndtri_exp  # heavy import; only tied residuals need it
 
     size = np.zeros_like(centred)
@@ -2030,21 +2032,22 @@ def _tied_tail_distance(centred: FloatArray) -> FloatArray:
         if dist.size == 0:
             continue
         first = float(dist.min())
-        quantiles = np.quantile(dist, [0.5, 0.75, 0.9], method="lower") - first
-        median, upper, top = (float(q) for q in quantiles)
-        along = dist - first
-        if median > 0:
-            shape = _pickands_shape(median, upper)
+        quantiles = np.quantile(dist, [0.5, 0.75, 0.875, 0.9], method="lower")
+        median, upper, top, ninetieth = (float(q) for q in quantiles)
+        if first < median < upper:
+            shape = max(_pickands_shape(first, median, upper), _pickands_shape(median, upper, top))
+            above = np.maximum(dist - median, 0.0)
             if shape > 0:
-                sigma = shape * median / (2.0**shape - 1.0)
-                log_tail = -np.log1p(shape * along / sigma) / shape
+                sigma = shape * (upper - median) / (2.0**shape - 1.0)
+                log_tail = math.log(0.5) - np.log1p(shape * above / sigma) / shape
             else:
-                log_tail = -math.log(2.0) * along / median
+                log_tail = math.log(0.5) - math.log(2.0) * above / (upper - median)
         else:
+            along = dist - first
             rate = -math.log(max(int(np.count_nonzero(along > 0)), 1) / dist.size) / first
-            if top > 0:
-                share = np.count_nonzero(along >= top) / dist.size
-                rate = min(rate, -math.log(share) / top)
+            if ninetieth > first:
+                share = np.count_nonzero(dist >= ninetieth) / dist.size
+                rate = min(rate, -math.log(share) / (ninetieth - first))
             log_tail = -rate * along
         log_p = math.log(dist.size / n) + log_tail
         size[beyond] = -ndtri_exp(log_p)  # (from its log: a burst of 100 events is e^-300 rare)
