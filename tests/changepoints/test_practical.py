@@ -287,6 +287,20 @@ def test_a_gauge_that_turns_noisy_is_not_one_long_spike() -> None:
         assert find_change_points(x).notable_spikes() == (), seed
 
 
+@pytest.mark.parametrize(
+    "outliers", [[5e-324, 5e-324, 1.0], [1e-300, 2e-300, 3e-300, 1e300], [-1e300, 1e-300, 1e300]]
+)
+def test_a_tied_series_tail_stays_finite_at_the_ends_of_the_floats(outliers: list[float]) -> None:
+    # a subnormal first step or distances 600 decades apart overflowed the tail's rate to an
+    # infinite (or NaN) rarity
+    x = np.r_[np.zeros(20), outliers]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        size = search._tied_tail_distance(x)
+    assert np.isfinite(size).all()
+    assert size[-1] > 5.0
+
+
 @pytest.mark.parametrize("shape", [0.0, 0.5, 1.0])
 def test_the_tail_shape_from_three_quantiles(shape: float) -> None:
     # a generalised Pareto tail (σ = 1) at survival 1/2, 1/4 and 1/8: ξ = 0 is exponential;

@@ -291,7 +291,8 @@ class SpikeRun:
     """Spikes close together: observations ``start`` to ``stop - 1`` hold ``count`` spikes, no
     two consecutive ones more than ``min_size`` apart. ``index`` is the most extreme, ``size``
     its distance from the model in robust noise σ of its segment (on the symmetrised scale, as
-    spikes are judged)."""
+    spikes are judged); where at least half the residuals are one value, the normal quantile
+    of its tail probability, σ of a normal reading as rare."""
 
     start: int
     stop: int
@@ -2003,6 +2004,9 @@ def _pickands_shape(low: float, middle: float, high: float) -> float:
     return min(max(math.log2((high - middle) / (middle - low)), 0.0), 1.0)
 
 
+_LOG_P_FLOOR = -1e300  # a tail probability's log is never below this: sizes stay finite
+
+
 def _tied_tail_distance(centred: FloatArray) -> FloatArray:
     """Each residual's rarity, as the standard normal quantile of its tail probability, where
     at least half the residuals are 0 (counts of rare events, an idle queue, a gauge that holds
@@ -2025,33 +2029,38 @@ def _tied_tail_distance(centred: FloatArray) -> FloatArray:
     from scipy.special import ndtri_exp  # heavy import; only tied residuals need it
 
     size = np.zeros_like(centred)
-    n = centred.size
-    for side in (centred, -centred):
-        beyond = side > 0
-        dist = side[beyond]
-        if dist.size == 0:
-            continue
-        first = float(dist.min())
-        quantiles = np.quantile(dist, [0.5, 0.75, 0.875, 0.9], method="lower")
-        median, upper, top, ninetieth = (float(q) for q in quantiles)
-        if first < median < upper:
-            shape = max(_pickands_shape(first, median, upper), _pickands_shape(median, upper, top))
-            above = np.maximum(dist - median, 0.0)
-            if shape > 0:
-                sigma = shape * (upper - median) / (2.0**shape - 1.0)
-                log_tail = math.log(0.5) - np.log1p(shape * above / sigma) / shape
-            else:
-                log_tail = math.log(0.5) - math.log(2.0) * above / (upper - median)
-        else:
-            along = dist - first
-            rate = -math.log(max(int(np.count_nonzero(along > 0)), 1) / dist.size) / first
-            if ninetieth > first:
-                share = np.count_nonzero(dist >= ninetieth) / dist.size
-                rate = min(rate, -math.log(share) / (ninetieth - first))
-            log_tail = -rate * along
-        log_p = math.log(dist.size / n) + log_tail
-        size[beyond] = -ndtri_exp(log_p)  # (from its log: a burst of 100 events is e^-300 rare)
+    # distances spanning 600 decades overflow to an infinite rarity, which the floor bounds
+    with np.errstate(over="ignore", invalid="ignore"):
+        for side in (centred, -centred):
+            beyond = side > 0
+            if not beyond.any():
+                continue
+            dist = side[beyond]
+            log_p = math.log(dist.size / centred.size) + _log_survival(dist)
+            size[beyond] = -ndtri_exp(np.maximum(log_p, _LOG_P_FLOOR))
     return np.maximum(size, 0.0)
+
+
+def _log_survival(dist: FloatArray) -> FloatArray:
+    """log P(D ≥ d) of each of the positive distances ``dist`` under the tail fitted to them
+    (:func:`_tied_tail_distance`): a burst of 100 events is e^-300 rare."""
+    first = float(dist.min())
+    quantiles = np.quantile(dist, [0.5, 0.75, 0.875, 0.9], method="lower")
+    median, upper, top, ninetieth = (float(q) for q in quantiles)
+    if first < median < upper:  # generalised Pareto above the median
+        shape = max(_pickands_shape(first, median, upper), _pickands_shape(median, upper, top))
+        above = np.maximum(dist - median, 0.0)
+        if shape > 0:
+            sigma = shape * (upper - median) / (2.0**shape - 1.0)
+            log_tail: FloatArray = math.log(0.5) - np.log1p(shape * above / sigma) / shape
+            return log_tail
+        return math.log(0.5) - math.log(2.0) * above / (upper - median)
+    along = dist - first  # a lattice: geometric, one step (= first) per unit
+    rate = -math.log(max(int(np.count_nonzero(along > 0)), 1) / dist.size) / first
+    if ninetieth > first:
+        share = np.count_nonzero(dist >= ninetieth) / dist.size
+        rate = min(rate, -math.log(share) / (ninetieth - first))
+    return np.where(along > 0, -rate * along, 0.0)
 
 
 _SPIKE_FIT_TAIL = 0.05  # share of each tail of the residuals left out of the spike scale's fit
