@@ -12,7 +12,8 @@ Series (seeded, reproducible), ``--reps`` of each:
   mean number of readings in spike runs;
 * ``mostly one value``: series where a share of the readings hold one value exactly and the
   rest are bursts or jitter (lognormal, Pareto and gamma bursts in an idle series, a CPU floor
-  with exponential jitter, a gauge at its centre value 30–45% of the time), with no spike
+  with exponential jitter, a gauge at its centre value 30–45% of the time: a point mass left
+  out of the spike scale), with no spike
   (share of series with a spike finding) and with one outsized reading at three quarters of
   the series (share of series where a spike finding lies at it).
 
@@ -30,7 +31,7 @@ import numpy as np
 from perfsleuth import find_change_points
 
 SEED = 20261130
-RATES = (0.0, 0.02, 0.1, 0.5, 2.0)
+RATES = (0.0, 0.02, 0.1, 0.5, 1.0, 2.0, 3.0)
 SIZES = (60, 600)
 BURSTS = (10, 100)
 
