@@ -2054,7 +2054,10 @@ def _tied_tail_distance(centred: FloatArray) -> FloatArray:
     showed "spikes" in .26 of series of lognormal bursts). On a lattice, S is geometric, with
     the share beyond the first step one step (d₀, a count's unit) along, but never rarer at the
     distances' 90th percentile than they are there (a gauge at 0.066 that often reads 0.068
-    and 0.134 has steps of 0.002 and 0.068). Quantiles fit S, not the mean, so the readings
+    and 0.134 has steps of 0.002 and 0.068). Past that percentile it falls at the hazard the
+    readings show there where at least 10 show it and it is the steeper: a Poisson's hazard
+    grows along its tail (a burst of +10 in 600 counts at λ = .5 found in .44 → .62 of
+    series), an overdispersed count's does not. Quantiles fit S, not the mean, so the readings
     judged do not choose it."""
     from scipy.special import ndtri_exp  # heavy import; only tied residuals need it
 
@@ -2069,6 +2072,9 @@ def _tied_tail_distance(centred: FloatArray) -> FloatArray:
             log_p = math.log(dist.size / centred.size) + _log_survival(dist)
             size[beyond] = -ndtri_exp(np.maximum(log_p, _LOG_P_FLOOR))
     return np.maximum(size, 0.0)
+
+
+_HAZARD_READINGS = 10  # readings past a lattice's 90th percentile that show its hazard there
 
 
 def _log_survival(dist: FloatArray) -> FloatArray:
@@ -2087,10 +2093,18 @@ def _log_survival(dist: FloatArray) -> FloatArray:
         return math.log(0.5) - math.log(2.0) * above / (upper - median)
     along = dist - first  # a lattice: geometric, one step (= first) per unit
     rate = -math.log(max(int(np.count_nonzero(along > 0)), 1) / dist.size) / first
-    if ninetieth > first:
-        share = np.count_nonzero(dist >= ninetieth) / dist.size
-        rate = min(rate, -math.log(share) / (ninetieth - first))
-    return np.where(along > 0, -rate * along, 0.0)
+    if ninetieth <= first:
+        return np.where(along > 0, -rate * along, 0.0)
+    at = int(np.count_nonzero(dist >= ninetieth))
+    rate = min(rate, -math.log(at / dist.size) / (ninetieth - first))
+    log_tail = np.where(along > 0, -rate * along, 0.0)
+    far = dist > ninetieth
+    beyond = int(np.count_nonzero(far))
+    if beyond >= _HAZARD_READINGS:  # past the 90th percentile, the hazard seen there
+        hazard = -math.log(beyond / at) / (float(dist[far].min()) - ninetieth)
+        if hazard > rate:
+            log_tail[far] = -rate * (ninetieth - first) - hazard * (dist[far] - ninetieth)
+    return log_tail
 
 
 _SPIKE_FIT_TAIL = 0.05  # share of each tail of the residuals left out of the spike scale's fit
