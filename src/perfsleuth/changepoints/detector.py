@@ -334,7 +334,7 @@ def _spike_finding(series: SeriesChanges, run: SpikeRun) -> Finding:
             Evidence("value", value, series.unit),
             Evidence("level", level, series.unit),
             # robust σ on the symmetrised scale, where spikes are judged (and ranked); for
-            # mostly tied residuals, σ of a normal reading as rare (SpikeRun.size)
+            # tied residuals, σ of a normal reading as rare (SpikeRun.size)
             Evidence("size_sd", run.size),
             Evidence("spikes", run.count, "count"),
             Evidence("readings", run.stop - run.start, "count"),

@@ -291,8 +291,9 @@ class SpikeRun:
     """Spikes close together: observations ``start`` to ``stop - 1`` hold ``count`` spikes, no
     two consecutive ones more than ``min_size`` apart. ``index`` is the most extreme, ``size``
     its distance from the model in robust noise σ of its segment (on the symmetrised scale, as
-    spikes are judged); where at least half the residuals are one value, the normal quantile
-    of its tail probability, σ of a normal reading as rare."""
+    spikes are judged); where residuals are tied (``_scaled_distance``: at least half at one
+    value, or a quarter at a lattice's mode), it may be the normal quantile of its tail
+    probability, σ of a normal reading as rare."""
 
     start: int
     stop: int
@@ -2040,7 +2041,8 @@ _LOG_P_FLOOR = -1e300  # a tail probability's log is never below this: sizes sta
 def _tied_tail_distance(centred: FloatArray) -> FloatArray:
     """Each residual's rarity, as the standard normal quantile of its tail probability, where
     at least half the residuals are 0 (counts of rare events, an idle queue, a gauge that holds
-    a value). There the symmetrising fit has no shape to fit: λ fitted on a lattice of 0s, 1s
+    a value), or a quarter are and 0 is a lattice's mode (:func:`_scaled_distance`). There
+    the symmetrising fit has no shape to fit, or a fragile one: λ fitted on a lattice of 0s, 1s
     and 2s reached −1, whose bounded scale set a burst of 100 events next to 2; and the
     typical move alone calls an idle queue's ordinary tail "spikes" (lengths of 8–10 against a
     move of 1).
