@@ -19,6 +19,7 @@ from perfsleuth.stats.robust import (
     implied_phi,
     long_run_scale,
     remove_cycle,
+    robust_scale,
     within_slope,
 )
 
@@ -418,6 +419,43 @@ def test_long_run_scale_shares_its_block_sums_exactly() -> None:
     for block in (2, 4, 8, 16, 32, 64):
         expected = max(expected, block_scale(x, block))
     assert scale == expected
+
+
+def test_robust_scale_reads_rounding_as_ties_and_rare_moves_as_outliers() -> None:
+    rng = np.random.default_rng(11)
+    # a saturated gauge: 70% of readings at one value, the rest its noise
+    gauge = np.where(rng.random(400) < 0.7, 0.0, rng.standard_normal(400))
+    moves = gauge[gauge != 0]
+    expected = float(np.median(np.abs(moves))) * 1.4826
+    assert robust_scale(gauge) == pytest.approx(expected)
+    # float rounding where the ties were (residuals about a mean): the same σ
+    rounded = gauge + np.where(gauge == 0, 1e-17 * rng.standard_normal(400), 0.0)
+    assert robust_scale(rounded) == pytest.approx(expected, rel=1e-9)
+    # fewer than a tenth of the readings move: outliers beside noise-free ones, σ 0
+    spiky = np.zeros(98)
+    spiky[[3, 40, 70]] = [8.0, -2.0, 5.0]
+    assert robust_scale(spiky) == 0.0
+    assert robust_scale(spiky + 1e-18 * rng.standard_normal(98)) == 0.0
+
+
+def _every_block_difference_scale(x: np.ndarray, block: int) -> float:
+    """block_scale's definition over every overlapping difference of block means."""
+    means = np.convolve(x, np.ones(block) / block, mode="valid")
+    d = means[block:] - means[:-block]
+    return float(np.median(np.abs(d - np.median(d)))) * 1.4826 * math.sqrt(block / 2.0)
+
+
+@pytest.mark.parametrize("n", [30_000, 400_000])
+def test_block_scale_of_a_long_series_measures_a_subset_of_its_differences(n: int) -> None:
+    # under 32,768 readings every difference counts; beyond, every s-th (s up to an eighth of
+    # a block), which moved the scale by far less than its spread between series
+    x = lfilter([1.0], [1.0, -0.7], np.random.default_rng(n).standard_normal(n))
+    for block in (8, 64, 512):
+        full = _every_block_difference_scale(x, block)
+        if n < 32_768:
+            assert block_scale(x, block) == pytest.approx(full, rel=1e-9)
+        else:
+            assert block_scale(x, block) == pytest.approx(full, rel=0.01)
 
 
 def test_implied_phi_is_the_ar1_phi_unless_blocks_see_more() -> None:

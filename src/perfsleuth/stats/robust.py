@@ -62,21 +62,40 @@ MAX_PERIOD = 20_000
 """Longest cycle looked for, in observations: two weeks of one-minute samples."""
 
 
+_ROUNDING = 1e-12  # of the largest deviation: finer ones are rounding, not movement
+_MOVING_SHARE = 0.1  # readings that must move for their moves to be noise, not outliers
+
+
 def robust_scale(r: FloatArray) -> float:
     """σ from the median absolute deviation about the median.
 
     Gauges that often repeat a value exactly (a saturated CPU, an idle queue) have a MAD of 0
-    while they still move elsewhere; then the MAD of the deviations that are not 0 is used, and
-    0 only for a constant series.
+    while they still move elsewhere; then the MAD of the deviations that are not 0 is used —
+    where at least a tenth of the readings move. Fewer are outliers beside noise-free
+    readings, and σ is 0, as for a constant series: one reading of 8 on a noise-free
+    staircase of 98 readings moved the 5 readings of its segment, whose MAD then made every
+    step a fraction of "σ", and the effect floor dropped them all. Deviations a trillion
+    times smaller than the largest are rounding left by subtracting means, so a MAD of them
+    is a MAD of 0: multiplied by 3 instead of 1 (whose segment means came out exact), that
+    staircase had its rounding for σ and kept its steps. Of 1,600 random noise-free
+    staircases, each also multiplied by .001, .5, 3 and 1,000, 52 of the 6,400 rescaled
+    searches gave other points before, none now (a share of a twentieth left 11;
+    ``benchmarks/changepoints_flat_scale.py``).
     """
+    return robust_scale_tied(r)[0]
+
+
+def robust_scale_tied(r: FloatArray) -> tuple[float, bool]:
+    """:func:`robust_scale`, and whether half the values or more are one value (up to
+    rounding), so that σ came from the others."""
     dev = np.abs(r - _median_in_place(np.array(r, dtype=np.float64)))
     mad = _median_in_place(dev)  # (reorders dev: the values below do not depend on order)
-    if mad == 0:
-        # Deviations a trillion times smaller than the largest are rounding left by
-        # subtracting means (they depend on the data's scale), not movement.
-        moving = dev[dev > 1e-12 * dev.max()]
-        mad = float(np.median(moving)) if moving.size else 0.0
-    return mad * _MAD
+    rounding = _ROUNDING * float(dev.max()) if dev.size else 0.0
+    tied = mad <= rounding
+    if tied:
+        moving = dev[dev > rounding]
+        mad = float(np.median(moving)) if moving.size >= _MOVING_SHARE * dev.size else 0.0
+    return mad * _MAD, tied
 
 
 def running_median(x: FloatArray, window: int) -> FloatArray:
@@ -590,17 +609,40 @@ def _centred_sums(x: FloatArray, scratch: FloatArray | None = None) -> FloatArra
     return c
 
 
+_BLOCK_DIFFERENCES = 1 << 14  # differences of block means measured at least, per block size
+
+
 def _block_scale(c: FloatArray, block: int, scratch: FloatArray | None = None) -> float:
     """:func:`block_scale` from the prefix sums ``c`` of :func:`_centred_sums`; ``scratch``:
-    a 2 × n work array."""
+    a 2 × n work array. Of a long series' differences every s-th is measured (:func:`_stride`):
+    overlapping ones a fraction of a block apart say nearly the same."""
     b = max(1, min(block, (c.size - 1) // 4))
+    s = _stride(c.size - 1, b)
     work = np.empty((2, c.size)) if scratch is None else scratch
-    means = np.subtract(c[b:], c[:-b], out=work[0, : c.size - b])
+    starts = c[:-b:s]
+    means = np.subtract(c[b::s], starts, out=work[0, : starts.size])
     means /= b
-    d = np.subtract(means[b:], means[:-b], out=work[1, : means.size - b])
+    lag = b // s
+    d = np.subtract(means[lag:], means[:-lag], out=work[1, : means.size - lag])
     if d.size < 3:
         return 0.0
     return _mad_scale_in_place(d) * math.sqrt(b / 2.0)
+
+
+def _stride(n: int, block: int) -> int:
+    """The spacing of the block-mean differences measured for blocks of ``block`` of ``n``
+    observations: the largest power of two up to an eighth of a block that still leaves
+    :data:`_BLOCK_DIFFERENCES` of them (1 for a block that is no power of two, and for any
+    block of a series under 32,768 readings). Differences an eighth of a block apart share
+    seven eighths of their readings, and the blocks, not the differences, limit the precision:
+    a million readings hold under a thousand independent blocks of 1,024. On AR(1) noise (φ 0,
+    .7, .95; 40,000 to 10⁶ readings) the long-run σ moved by .25% or less (standard deviation
+    between series), where its own spread between series is .9% or more; a 10⁶-reading search
+    spent .27 s a long-run scale, .16 s now."""
+    s = 1
+    while block % (16 * s) == 0 and (n - 2 * block) // (2 * s) >= _BLOCK_DIFFERENCES:
+        s *= 2
+    return s
 
 
 def _copied(x: FloatArray, out: FloatArray) -> FloatArray:

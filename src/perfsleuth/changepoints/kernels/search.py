@@ -2132,11 +2132,22 @@ def _bulk_symmetrised(column: FloatArray) -> FloatArray:
 
 
 def _residual_scale(level: FloatArray, bounds: list[int]) -> FloatArray:
-    """Per-column robust σ of the residuals about the segment means."""
+    """Per-column robust σ of the residuals about the segment means — or, where half of them
+    or more are one value (a noise-free staircase, a saturated gauge), about the segment
+    medians: a spike moves its segment's mean, and with it every residual there, which then
+    were the "noise" of the readings that move (a reading of 8 on a noise-free staircase of
+    98 readings made its steps .05–.3 σ, and the effect floor dropped them)."""
     if level.shape[0] == 0:
         return np.zeros(level.shape[1])
     resid = level - np.repeat(_means(level, bounds), np.diff(bounds), axis=0)  # bounds: 0 … n
-    return np.array([robust_mod.robust_scale(resid[:, j]) for j in range(level.shape[1])])
+    scales = []
+    for j in range(level.shape[1]):
+        scale, tied = robust_mod.robust_scale_tied(resid[:, j])
+        if tied:
+            medians = _segment_medians(level[:, j], bounds)
+            scale = robust_mod.robust_scale(level[:, j] - np.repeat(medians, np.diff(bounds)))
+        scales.append(scale)
+    return np.array(scales)
 
 
 def _effect(before: tuple[float, ...], after: tuple[float, ...], sigma: FloatArray) -> float:
@@ -2934,6 +2945,19 @@ def _segment_means(x: FloatArray, cuts: list[int]) -> FloatArray:
     bounds = [0, *cuts, x.shape[0]]
     out: FloatArray = np.repeat(_means(x, bounds), np.diff(bounds), axis=0)
     return out
+
+
+def _segment_medians(column: FloatArray, bounds: list[int]) -> FloatArray:
+    """The median of each segment ``column[a:b]`` (``bounds``: 0 … n, no segment empty), by
+    one sort of the values within their segments (a long series' first pruning measures tens
+    of thousands of segments: one ``median`` call each took 0.7 s at 10⁶ readings, this 0.09)."""
+    edges = np.asarray(bounds)
+    lengths = np.diff(edges)
+    ordered = column[np.lexsort((column, np.repeat(np.arange(lengths.size), lengths)))]
+    middle: FloatArray = (
+        ordered[edges[:-1] + (lengths - 1) // 2] + ordered[edges[:-1] + lengths // 2]
+    ) / 2
+    return middle
 
 
 def _means(x: FloatArray, bounds: list[int]) -> FloatArray:
