@@ -10,6 +10,7 @@ from numpy.typing import NDArray
 from scipy.signal import lfilter
 
 from perfsleuth.changepoints.kernels.search import find_change_points
+from perfsleuth.stats import robust
 from perfsleuth.stats.robust import (
     _median_in_place,
     block_scale,
@@ -476,6 +477,13 @@ def test_long_run_scale_of_counts_that_mostly_repeat_is_their_noise() -> None:
     assert 0.3 < scale < 3.0 < float(np.std(x))
 
 
+@pytest.fixture(params=[True, False], ids=["quickselect", "bracket"])
+def selection(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways to select a long median (which one wins is measured once a process)."""
+    monkeypatch.setattr(robust, "_quickselect_wins", lambda: request.param)
+
+
+@pytest.mark.usefixtures("selection")
 @pytest.mark.parametrize("n", [20_000, 20_001, 300_000, 1_000_001])
 def test_long_medians_are_numpys(n: int) -> None:
     # the sampled-bracket selection gives np.median's value: smooth, tied, skewed data, and
@@ -511,6 +519,7 @@ def test_difference_phi_of_counts_on_a_lattice() -> None:
         assert difference_phi(_symmetrised(_centre(x[:, None]))[:, 0]) < 0.5
 
 
+@pytest.mark.usefixtures("selection")
 @pytest.mark.parametrize("n", [20_000, 20_001, 1_000_001])
 def test_long_medians_are_numpys_at_the_edges(n: int) -> None:
     # the one-rank selection (untied middles) keeps np.median's value at the float range's

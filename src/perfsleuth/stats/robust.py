@@ -26,9 +26,11 @@ All are invariant to shifting and (positively) scaling the series.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -698,39 +700,89 @@ def median(x: FloatArray) -> float:
 
 
 def _median_in_place(a: FloatArray) -> float:
-    """``np.median(a)`` of a scratch array (reordered): the same value, three to five times as
+    """``np.median(a)`` of a scratch array (reordered): the same value, two to five times as
     fast on long arrays. ``np.median`` partitions around both middle ranks (and the last, for
-    NaN), which numpy does with its generic introselect; around one rank it uses a vectorised
-    quickselect (x86-simd-sort), 0.8 ms for a million values against 5 ms. So the lower middle
-    order statistic is selected alone, the upper one is the smallest value above it, and NaN
-    is looked for in the upper half. That quickselect slows down tenfold when many values
-    equal the median (30% zeros: 11 ms), which an evenly spaced sample shows: then the middle
-    order statistics are bracketed by quantiles of the sample (±4.5 of their standard errors)
-    and selected among the values inside, and the counts check that the bracket holds them,
-    else the whole array is partitioned. (A median of a million values is a few
-    milliseconds, and a long search takes hundreds.)"""
+    NaN) with numpy's generic introselect. Two faster ways, both exact:
+
+    * around one rank numpy uses a quickselect that is vectorised on some CPUs (x86-simd-sort:
+      0.8 ms for a million values, against 5 ms): the lower middle order statistic is
+      selected alone, the upper one is the smallest value above it, and NaN is looked for in
+      the upper half;
+    * the middle order statistics are bracketed by quantiles of an evenly spaced sample
+      (±4.5 of their standard errors) and selected among the values inside; counts check
+      that the bracket holds them and that no value is NaN, else the whole array is
+      partitioned. Where the quickselect is scalar (8 ms for a million values, 1.2 ms for
+      10⁵) this takes 3.2 and .44 ms, and it also serves a middle of many equal values,
+      which slows any quickselect down tenfold (30% zeros: 11 ms).
+
+    Which is faster here is measured once (:func:`_quickselect_wins`). (A median of a million
+    values is a few milliseconds, and a long search takes hundreds.)"""
     n = a.size
     if n < _SELECT_FROM:
         return float(np.median(a, overwrite_input=True))
     ranks = [(n - 1) // 2, n // 2]  # np.median averages these order statistics
-    sample = np.sort(a[:: n // _SAMPLE])
-    m = sample.size
-    spread = int(4.5 * math.sqrt(m / 4.0)) + 1
-    centre = ranks[0] * m // n
-    middle = sample[max(centre - spread, 0) : centre + spread + 1]
-    if np.count_nonzero(middle[1:] == middle[:-1]) < _TIED * middle.size:
-        a.partition(ranks[0])
-        upper = a[ranks[0] :]
-        if np.isnan(upper.max()):
-            return float(np.median(a, overwrite_input=True))  # NaN, as np.median says
-        if ranks[1] == ranks[0]:
-            return float(a[ranks[0]])
-        return float(np.mean(np.array([a[ranks[0]], upper[1:].min()])))
-    lo, hi = middle[0], middle[-1]
+    middle = _sampled_middle(a, ranks[0])
+    tied = np.count_nonzero(middle[1:] == middle[:-1]) >= _TIED * middle.size
+    if tied or not _quickselect_wins():
+        return _selected_inside(a, ranks, middle[0], middle[-1])
+    return _quickselected(a, ranks)
+
+
+def _sampled_middle(a: FloatArray, rank: int) -> FloatArray:
+    """The values of an evenly spaced sample of ``a`` (sorted) within ±4.5 standard errors of
+    the order statistic ``rank``."""
+    sample = np.sort(a[:: a.size // _SAMPLE])
+    spread = int(4.5 * math.sqrt(sample.size / 4.0)) + 1
+    centre = rank * sample.size // a.size
+    return sample[max(centre - spread, 0) : centre + spread + 1]
+
+
+def _quickselected(a: FloatArray, ranks: list[int]) -> float:
+    """The mean of ``a``'s order statistics at ``ranks`` (two adjacent ranks, or one twice) by
+    one quickselect around the lower (``a`` is reordered)."""
+    a.partition(ranks[0])
+    upper = a[ranks[0] :]
+    if np.isnan(upper.max()):
+        return float(np.median(a, overwrite_input=True))  # NaN, as np.median says
+    if ranks[1] == ranks[0]:
+        return float(a[ranks[0]])
+    return float(np.mean(np.array([a[ranks[0]], upper[1:].min()])))
+
+
+def _selected_inside(a: FloatArray, ranks: list[int], lo: float, hi: float) -> float:
+    """The mean of ``a``'s order statistics at ``ranks``, selected among the values in
+    ``[lo, hi]`` where that bracket holds them and ``a`` has no NaN, else by ``np.median``."""
     below = int(np.count_nonzero(a < lo))
     inside = a[(a >= lo) & (a <= hi)]
-    if not (below <= ranks[0] and ranks[1] < below + inside.size):
+    above = int(np.count_nonzero(a > hi))
+    if (
+        not (below <= ranks[0] and ranks[1] < below + inside.size)
+        or below + inside.size + above < a.size
+    ):
         return float(np.median(a, overwrite_input=True))
     k = [r - below for r in ranks]
     inside.partition(k)
     return float(np.mean(inside[k[0] : k[1] + 1]))
+
+
+@functools.cache
+def _quickselect_wins() -> bool:
+    """Whether numpy's one-rank quickselect is faster on this machine than selecting inside a
+    sampled bracket (:func:`_median_in_place`): best of three on 2¹⁶ normal values each, once
+    a process. Both are exact, so only the time depends on the answer."""
+    values = np.random.default_rng(0).standard_normal(1 << 16)
+    ranks = [(values.size - 1) // 2, values.size // 2]
+    middle = _sampled_middle(values, ranks[0])
+
+    def best(select: Callable[[FloatArray], float]) -> float:
+        times = []
+        for _ in range(3):
+            work = values.copy()
+            start = time.perf_counter()
+            select(work)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    return best(lambda w: _quickselected(w, ranks)) < best(
+        lambda w: _selected_inside(w, ranks, float(middle[0]), float(middle[-1]))
+    )
