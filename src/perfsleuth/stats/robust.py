@@ -665,7 +665,7 @@ def _difference_scale(d: FloatArray) -> float:
     became two change points in .13–.47 of steady Poisson series;
     ``benchmarks/changepoints_sparse_counts.py``.)"""
     dev = np.abs(d - np.median(d)) if d.size else d
-    moves = dev[dev > _ROUNDING * float(dev.max())] if d.size else dev  # rounding is no move
+    moves = dev[dev > 0]
     if moves.size == 0:
         return 0.0
     capped = np.minimum(dev, _WINSOR * float(np.median(moves)))
@@ -682,16 +682,10 @@ def _plain_mad_scale(r: FloatArray) -> float:
 def _mad_scale_in_place(r: FloatArray) -> float:
     """:func:`_plain_mad_scale` of a scratch array, which it reorders and overwrites: a MAD
     does not depend on the order, and the medians then need no copies (the long-run scale
-    takes two per block size of a long series). A MAD within rounding of 0 (as
-    :func:`robust_scale` reads it) is 0: the differences of a line are one value up to
-    rounding, and their rounding made the persistence of a kinked line's residuals, so
-    whether a step 3 readings from the end was a kink, depend on the series' scale."""
+    takes two per block size of a long series)."""
     centre = _median_in_place(r)
     np.subtract(r, centre, out=r)
-    dev = np.abs(r, out=r)
-    largest = float(dev.max()) if dev.size else 0.0
-    mad = _median_in_place(dev)
-    return 0.0 if mad <= _ROUNDING * largest else mad * _MAD
+    return _median_in_place(np.abs(r, out=r)) * _MAD
 
 
 _SELECT_FROM = 20_000  # from this many values, medians are selected inside a sampled bracket
