@@ -194,6 +194,35 @@ def test_spikes_are_kept_as_data_and_reported() -> None:
     assert found.segments[1].mean[0] == pytest.approx(float(np.mean(x[found.indices[0] :])))
 
 
+@pytest.mark.parametrize("size", [1e3, 3e3, 1e6])
+def test_one_gross_reading_does_not_hide_a_step_beside_it(size: float) -> None:
+    # a glitch, a sentinel value or a reading in the wrong unit: from 3,000 σ it set the
+    # transform's unit and the step of 4 σ was found in 0 of 40 series
+    # (benchmarks/changepoints_gross_spike.py); it is a spike finding, the step a point
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        x = np.r_[np.zeros(100), np.full(100, 4.0)] + rng.standard_normal(200)
+        x[30] += size
+        found = find_change_points(x)
+        assert [i for i in found.indices if abs(i - 100) <= 3], seed
+        assert 30 in found.spikes
+
+
+def test_the_transforms_unit_is_the_spread_unless_a_few_readings_set_it() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(200)
+    assert search._typical_spread(x, 1) == float(np.std(x))  # ordinary noise: the plain σ
+    x[30] += 3_000.0
+    capped = 2.0 * search._median_subsample_std(x, 5)  # the median over five, twice
+    assert search._typical_spread(x, 1) == capped
+    assert capped == pytest.approx(2.0, rel=0.2)  # not 212
+    long = rng.standard_normal(40_000)
+    long[[7, 9]] = 1e6
+    step = long.size // search._SYMMETRISE_FIT_POINTS  # 9 subsamples: the median was a guard
+    assert search._typical_spread(long, step) == search._median_subsample_std(long, step)
+    assert search._typical_spread(long, step) == pytest.approx(1.0, rel=0.05)
+
+
 def test_spikes_are_grouped_into_runs_largest_first() -> None:
     # spikes at most min_size (5) apart form one run; a run is as large as its furthest
     # observation; every spike belongs to exactly one run
