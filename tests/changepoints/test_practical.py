@@ -223,6 +223,17 @@ def test_a_reading_of_zero_at_the_start_does_not_turn_a_step_into_a_line(where: 
         assert where in found.spikes
 
 
+def test_two_gross_readings_a_few_apart_are_spikes_not_a_segment() -> None:
+    # dropped samples recorded as 0 at 339 and 341: the short segment [339, 344) they carried
+    # made the ordinary readings 340, 342 and 343 "spikes"; its median never moved
+    rng = np.random.default_rng(6)
+    x = 1000.0 + np.where(np.arange(500) < 250, 0.0, 100.0) + 10.0 * rng.standard_normal(500)
+    x[[323, 339, 341]] = 0.0
+    found = find_change_points(x)
+    assert found.indices == (250,)
+    assert set(found.spikes) == {323, 339, 341}
+
+
 def test_gross_residuals_are_bounded_in_a_bic_comparison_and_others_kept() -> None:
     rng = np.random.default_rng(2)
     resid = rng.standard_normal((300, 2))

@@ -2550,7 +2550,7 @@ class _Practical:
                 # the costly part, and most candidates fail before it; a segment of two single
                 # points cannot be tested (T is infinite there)
                 passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
-                passes = passes and _beyond_one_observation(z, columns, a, i, b, cost)
+                passes = passes and _beyond_one_observation(z, columns, a, i, b, cost, 2 * m)
                 return seeded.Judged(i, a, b, delta, None if passes else False, float(effect.max()))
 
             # One column (most series): the same arithmetic on Python floats, the prefix sums
@@ -2592,7 +2592,7 @@ class _Practical:
                     ) >= min_relative  # fmt: skip
                 cost = costs(nl, nr)
                 passes = large and delta > 0 and delta >= cost and b - a >= testable
-                passes = passes and _beyond_one_observation(z, columns, a, i, b, cost)
+                passes = passes and _beyond_one_observation(z, columns, a, i, b, cost, 2 * m)
                 return seeded.Judged(i, a, b, delta, None if passes else False, effect)
 
             return verdict_1d if one_column else verdict
@@ -2917,6 +2917,7 @@ def _beyond_one_observation(
     i: int,
     b: int,
     cost: float,
+    short: int = 0,
 ) -> bool:
     """Whether the split at ``i`` of [a, b) still pays ``cost`` (z², in long-run noise units)
     without the most extreme observation of its shorter side, the one that pulls that side's
@@ -2924,7 +2925,14 @@ def _beyond_one_observation(
     ``ChangePoints.spikes``), not a change of level. O(1) from the prefix sums when no
     observation of the side can carry the shift (its largest possible deviation is bounded by
     the side's sum of squares); else one pass over the shorter side. ``columns``: per column,
-    the prefix sums of ``z`` and of ``z²`` (arrays, or mappings holding the indices asked)."""
+    the prefix sums of ``z`` and of ``z²`` (arrays, or mappings holding the indices asked).
+
+    A shorter side of at most ``short`` readings must also pay ``cost`` with its median for
+    its level: a shift that two or three readings among a few carry is a spike run. Three
+    readings of 0 among 1,000 ± 10, two of them 3 apart, made a 5-reading segment whose three
+    ordinary readings became "spikes" (`benchmarks/changepoints_gross_spike.py --zeros`).
+    Longer sides keep their means: there a level can be a rate of bursts, which the median
+    of a mostly idle series does not show."""
     nl, nr = i - a, b - i
     s, e, k = (a, i, nl) if nl <= nr else (i, b, nr)
     if k < 2:
@@ -2940,6 +2948,13 @@ def _beyond_one_observation(
         worst = math.sqrt(ssq * (k - 1) / k)  # the largest deviation the side can hold
         sides.append((mean, other))
         bound += weight * max(abs(mean - other) - worst / (k - 1), 0.0) ** 2
+    if k <= short:
+        middle = 0.0
+        for j, (mean, other) in enumerate(sides):
+            median = float(np.median(z[s:e, j]))
+            middle += max(median - other if mean > other else other - median, 0.0) ** 2
+        if k * (b - a - k) / (b - a) * middle < cost:
+            return False
     if bound >= cost:
         return True
     exact = 0.0
