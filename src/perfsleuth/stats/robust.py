@@ -760,10 +760,10 @@ def _selected_inside(a: FloatArray, ranks: list[int], lo: float, hi: float) -> f
     inside = a >= lo
     not_below = int(np.count_nonzero(inside))
     not_above = a <= hi
-    above = n - int(np.count_nonzero(not_above))
+    above = n - int(np.count_nonzero(not_above))  # with NaN, as ``n - not_below`` is
     inside &= not_above
     where = np.flatnonzero(inside)
-    missing = (n - not_below) + above + where.size - n  # NaN, counted below and above
+    missing = (n - not_below) + above + where.size - n  # NaN, counted in both
     below = n - not_below - missing
     if missing or not (below <= ranks[0] and ranks[1] < below + where.size):
         return float(np.median(a, overwrite_input=True))

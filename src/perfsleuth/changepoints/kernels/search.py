@@ -683,9 +683,8 @@ def _typical_spread(column: FloatArray, step: int) -> float:
     200 bulk σ after the transform, hid a step of 4 σ beside it in 40 of 40 series
     (`benchmarks/changepoints_gross_spike.py`). So the unit is at most twice the median over
     five subsamples: it bound 2 of the 213 such transforms the public corpora's searches fit,
-    and from five
-    subsamples on the median is never above it. Capped, not switched, the unit stays
-    continuous in the readings."""
+    and from five subsamples on the median is never above it. Capped, not switched, the unit
+    stays continuous in the readings."""
     spread = _median_subsample_std(column, step)
     count = min(max(step, _GUARD_SUBSAMPLES), column.size // _GUARD_MIN_READINGS)
     if count <= step or count < 3:
