@@ -223,6 +223,20 @@ def test_a_reading_of_zero_at_the_start_does_not_turn_a_step_into_a_line(where: 
         assert where in found.spikes
 
 
+def test_a_spike_in_the_first_reading_is_no_lone_jump() -> None:
+    # the 3-median that takes spikes out of the moves repeats an end's reading, so a 0 first
+    # among 1,000 ± 10 stayed, and its move to 1,000 was a "jump" (a counter's reset) at 1:
+    # the line measured between the jumps then won over the step of +100 at 30
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        x = 1000.0 + np.where(np.arange(60) < 30, 0.0, 100.0) + 10.0 * rng.standard_normal(60)
+        x[0] = 0.0
+        assert search._lone_jumps(x[:, None], 0.05) in ([], [30]), seed
+        assert search._lone_jumps(x[::-1, None], 0.05) in ([], [30]), seed  # the last reading
+        if seed == 4:
+            assert find_change_points(x).indices == (30,)
+
+
 def test_two_gross_readings_a_few_apart_are_spikes_not_a_segment() -> None:
     # dropped samples recorded as 0 at 339 and 341: the short segment [339, 344) they carried
     # made the ordinary readings 340, 342 and 343 "spikes"; its median never moved

@@ -1308,9 +1308,11 @@ def _lone_jumps(y: FloatArray, alpha: float, rounding: float = 0.0) -> list[int]
     (k-th − q) / (next + q): on a grid, moves only a step apart (5 and 4 requests a reading
     about the median) are not far apart, and a rounded line, flat but for a step of q every
     20 readings, has no outsized move at all."""
-    if _JUMP_TAIL_INDEX is None or y.shape[1] != 1 or y.shape[0] < 4:
+    if _JUMP_TAIL_INDEX is None or y.shape[1] != 1 or y.shape[0] < 5:
         return []
-    d = np.diff(robust_mod.running_median(y[:, 0], 3))  # less its spikes
+    # the moves between the series' second and second-last readings: the filter repeats an
+    # end's reading, so a spike there stays, and its move would leave a one-reading level
+    d = np.diff(robust_mod.running_median(y[:, 0], 3))[1:-1]  # less its spikes
     dev = np.abs(d - np.median(d))
     fewest, most_looked_at = _JUMPS_LOOKED_AT
     per_length = dev.size // _TREND_MIN_LENGTH
@@ -1330,7 +1332,7 @@ def _lone_jumps(y: FloatArray, alpha: float, rounding: float = 0.0) -> list[int]
     k = int(np.argmax(margin)) + 1
     if margin[k - 1] < 0.0:
         return []
-    return sorted(int(i) + 1 for i in order[:k])
+    return sorted(int(i) + 2 for i in order[:k])
 
 
 def _hidden_steps(y: FloatArray, accepted: list[ChangePoint], search: _Practical) -> list[int]:
