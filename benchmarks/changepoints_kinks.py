@@ -102,10 +102,11 @@ def competitions(reps: int) -> None:
         params: int,
         independent: float | None = None,
         resolution: np.ndarray | None = None,
+        bounded: bool = True,
     ) -> float:
-        if inside[0]:
+        if inside[0] and bounded:  # (the log-or-linear choice's are not the kinks')
             scored.append((resid, params, independent, resolution))
-        return bic(resid, params, independent, resolution)
+        return bic(resid, params, independent, resolution, bounded)
 
     def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
         inside[0] = True

@@ -165,8 +165,10 @@ class Tracer:
                 tracer.run.rounds[-1].costs[shorter] = value
             return value
 
-        def beyond(z: Any, columns: Any, a: int, i: int, b: int, paid: float) -> bool:
-            out = bool(real["_beyond_one_observation"](z, columns, a, i, b, paid))
+        def beyond(
+            z: Any, columns: Any, a: int, i: int, b: int, paid: float, short: int = 0
+        ) -> bool:
+            out = bool(real["_beyond_one_observation"](z, columns, a, i, b, paid, short))
             one_observation.append((a, i, b, out))
             return out
 
