@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -207,6 +208,20 @@ def test_remove_cycle_keeps_a_level_shift() -> None:
     assert profile.shape == (40,) and profile.mean() == pytest.approx(0.0, abs=1e-12)
     assert np.std(flat[:340]) < 1.2  # the cycle is gone
     assert np.mean(flat[360:]) - np.mean(flat[:340]) == pytest.approx(2.0, abs=0.3)
+
+
+@pytest.mark.parametrize(("n", "period"), [(600, 40), (613, 40), (100_000, 288), (7, 3), (5, 8)])
+def test_a_cycles_profile_is_the_median_of_each_phase(n: int, period: int) -> None:
+    """Whole cycles and the last, partial one: each phase's median over every reading it has
+    (NaN for a phase with none), centred."""
+    detail = np.round(noise(11, n) * 10.0)  # ties among the values too
+    padded = np.full(-(-n // period) * period, np.nan)
+    padded[:n] = detail
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's "All-NaN slice" for n < period
+        expected = np.nanmedian(padded.reshape(-1, period), axis=0)
+    expected -= expected.mean()
+    assert np.array_equal(robust._phase_medians(detail, period), expected, equal_nan=True)
 
 
 def test_within_slope_tells_a_trend_from_steps() -> None:
