@@ -550,3 +550,12 @@ def test_long_medians_are_numpys_at_the_edges(n: int) -> None:
     missing = noise.copy()
     missing[5] = np.nan
     assert math.isnan(_median_in_place(missing.copy()))
+
+
+def test_phi_of_a_long_series_is_measured_on_every_s_th_pair() -> None:
+    """Every pair under 262,146 readings; beyond, every s-th, s a power of two leaving at
+    least 2¹⁷ pairs, with an error still under .01 on AR(1) noise."""
+    assert [robust.pair_stride(n) for n in (100, 262_145, 262_146, 10**6)] == [1, 1, 2, 4]
+    x = lfilter([1.0], [1.0, -0.6], noise(12, 600_000))
+    assert difference_phi(x) == pytest.approx(0.6, abs=0.01)
+    assert difference_phi(x[:200_000]) == pytest.approx(0.6, abs=0.01)

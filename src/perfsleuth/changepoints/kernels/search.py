@@ -837,7 +837,7 @@ _SPIKE_K = 5.0  # a spike: this many robust σ from the model, on the symmetrise
 _NOISE_ROUNDS = 4  # re-measurements of the noise on the residuals; points settle in 2-3
 _CANDIDATE_ALPHA = 0.05  # level at which one seeded interval proposes its split
 _PRUNE_ROUNDS = 3  # prune, re-place, prune again: settles in one or two
-_PHI_CAP_SE = 2.0  # standard errors (≈ 3/√n) added to the noise's φ from differences
+_PHI_CAP_SE = 2.0  # standard errors (≈ 3/√(n/s), s: pair_stride) added to the φ from differences
 _MAX_EXPONENT = 700.0  # e^700 ≈ 1e304: a bar no z² reaches, without overflow
 _SAME_PHI = 1e-6  # an implied φ this close to the AR(1) one: the AR(1) scale was the larger
 
@@ -2652,7 +2652,7 @@ class _Practical:
                     for j, (phi, _, _) in enumerate(noise)
                 ),
                 *(robust_mod.persistence(own[:, j], max_block=top) for j in range(self.dims)),
-            ) + _PHI_CAP_SE * 3.0 / math.sqrt(n)
+            ) + _PHI_CAP_SE * 3.0 / math.sqrt(n // robust_mod.pair_stride(n))
             phi_cap = max(phi_cap, *(implied for _, _, implied in noise))
             # how many independent observations the long-run yardstick rests on (``_cost``)
             independent = _independent(
