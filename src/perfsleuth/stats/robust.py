@@ -333,21 +333,26 @@ def remove_cycle(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray]:
     The profile is measured against a running median one period wide (odd), which follows level
     shifts but not the cycle; it is centred so the series keeps its mean level.
     """
-    series, profile, _ = cycle_share(x, period)
-    return series, profile
+    _, profile = _profile(x, period)
+    return x - np.resize(profile, x.size), profile
 
 
 def cycle_share(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray, float]:
     """:func:`remove_cycle`, and the share of the variation about the running median that the
     profile takes (by robust scales: 1 − (σ after / σ before)²)."""
-    window = period if period % 2 else period + 1
-    detail = x - running_median(x, window)
-    profile = _phase_medians(detail, period)
+    detail, profile = _profile(x, period)
     cycle = np.resize(profile, x.size)
     before = robust_scale(detail)
     after = robust_scale(detail - cycle)
     share = 1.0 - (after / before) ** 2 if before > 0 else 0.0
     return x - cycle, profile, share
+
+
+def _profile(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray]:
+    """(``x`` less its running median one period wide, odd; the median profile of that)."""
+    window = period if period % 2 else period + 1
+    detail = x - running_median(x, window)
+    return detail, _phase_medians(detail, period)
 
 
 def _phase_medians(detail: FloatArray, period: int) -> FloatArray:

@@ -2328,9 +2328,11 @@ def _spread(part: FloatArray, unit: FloatArray) -> tuple[float, ...]:
 
 
 def _mean(part: FloatArray, unit: FloatArray | None = None) -> tuple[float, ...]:
-    """Column means of ``part``, times ``unit`` per column (the means of values near the float
-    range are taken on their rescaled copy: their sum would overflow)."""
-    return _in_units(part.mean(axis=0), unit)
+    """Column means of ``part`` (not empty), times ``unit`` per column (the means of values
+    near the float range are taken on their rescaled copy: their sum would overflow). The sum
+    over the count is ``mean``'s own arithmetic, without its overhead: a search reports
+    hundreds of dropped candidates, two means each."""
+    return _in_units(part.sum(axis=0) / part.shape[0], unit)
 
 
 class _Dropped(Sequence[ChangePoint]):
