@@ -8,8 +8,9 @@ The series are what real monitoring data looks like, not white-noise steps: AR(1
 (φ = .6) with Student-t (3 d.o.f.) innovations, a daily-like cycle (period 288, i.e. 5-minute
 samples), a slow trend, 0.2% spikes of 15–40 σ, right skew (everything is exponentiated, as a
 latency is: the noise is about ±15%, but exponentiated Student-t noise has no mean, and at 10⁶
-points it reaches 83 σ, a value 7·10⁵ times the median: ``changepoints_fragments.py``), and 2, 10
-or 50 level shifts of 2–6 σ at seeded positions at least ``n / (4(k + 1))`` apart. The defaults
+points it reaches 83 σ, a value 7·10⁵ times the median: ``changepoints_fragments.py``; with
+``--additive`` it is not, as a gauge's readings are not, and the trend is then kept as a slope,
+whose kinks are searched too), and 2, 10 or 50 level shifts of 2–6 σ at seeded positions at least ``n / (4(k + 1))`` apart. The defaults
 must handle all of it (cycle and trend removed, skew transformed, spikes kept as data), so the
 work real series trigger is timed too.
 
@@ -19,7 +20,7 @@ the whole table). Recall within ±1% of n is printed for both, for orientation o
 ``benchmarks/changepoints_accuracy.py``'s job).
 
 Run: .venv/bin/python benchmarks/changepoints.py [--repeat R] [--skip-ruptures] [--sizes N,..]
-[--shifts K,..] [--compare SRC]. ``--compare`` times another source tree's search (e.g. a
+[--shifts K,..] [--additive] [--compare SRC]. ``--compare`` times another source tree's search (e.g. a
 commit exported with ``git archive``, or /work/main/src) side by side with this one: R runs in a
 fresh process with one tree's ``src`` first on PYTHONPATH, then R with the other, twice over,
 so both see the same load.
@@ -52,8 +53,11 @@ from perfsleuth.changepoints.kernels.search import find_change_points  # noqa: E
 PERIOD = 288
 
 
-def real_shaped(n: int, k: int, seed: int) -> tuple[np.ndarray, tuple[int, ...]]:
-    """``n`` observations with ``k`` level shifts and everything real series have."""
+def real_shaped(
+    n: int, k: int, seed: int, additive: bool = False
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """``n`` observations with ``k`` level shifts and everything real series have; with
+    ``additive``, not exponentiated (a gauge such as a temperature or a queue length)."""
     rng = np.random.default_rng(seed)
     gap = n // (4 * (k + 1))
     # Cuts uniform among those at least ``gap`` apart (and from the ends), drawn directly:
@@ -73,6 +77,8 @@ def real_shaped(n: int, k: int, seed: int) -> tuple[np.ndarray, tuple[int, ...]]
     x = mean + cycle + trend + noise
     spikes = rng.random(n) < 0.002
     x[spikes] += rng.uniform(15.0, 40.0, int(spikes.sum())) * sigma
+    if additive:
+        return x, tuple(int(c) for c in cuts)
     # exponentiated like a latency: the noise is ±15%, a 4σ shift +80%
     return 20.0 * np.exp(0.15 * x / sigma), tuple(int(c) for c in cuts)
 
@@ -98,29 +104,33 @@ def ours(x: np.ndarray) -> list[int]:
     return list(find_change_points(x).indices)
 
 
-def timed_elsewhere(src: Path, n: int, k: int, repeat: int) -> tuple[float, list[int]]:
+def timed_elsewhere(
+    src: Path, n: int, k: int, repeat: int, additive: bool
+) -> tuple[float, list[int]]:
     """The best of ``repeat`` timed runs of the defaults on ``real_shaped(n, k)`` in a fresh
     process that imports ``perfsleuth`` from ``src``."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    cmd = [sys.executable, __file__, "--worker", f"{n},{k},{repeat}"]
+    cmd = [sys.executable, __file__, "--worker", f"{n},{k},{repeat},{int(additive)}"]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     result = json.loads(out.splitlines()[-1])
     return float(result["cpu"]), [int(i) for i in result["indices"]]
 
 
-def side_by_side(trees: list[Path], n: int, k: int, repeat: int) -> list[tuple[float, list[int]]]:
+def side_by_side(
+    trees: list[Path], n: int, k: int, repeat: int, additive: bool
+) -> list[tuple[float, list[int]]]:
     """Best CPU time and points of each tree, the trees alternating (twice)."""
     best: list[tuple[float, list[int]]] = [(math.inf, []) for _ in trees]
     for _ in range(2):
         for i, src in enumerate(trees):
-            t, found = timed_elsewhere(src, n, k, repeat)
+            t, found = timed_elsewhere(src, n, k, repeat, additive)
             best[i] = min(best[i], (t, found), key=lambda r: r[0])
     return best
 
 
 def worker(spec: str) -> None:
-    n, k, repeat = (int(v) for v in spec.split(","))
-    x, _ = real_shaped(n, k, seed=n + k)
+    n, k, repeat, additive = (int(v) for v in spec.split(","))
+    x, _ = real_shaped(n, k, seed=n + k, additive=bool(additive))
     find_change_points(real_shaped(2000, 2, 0)[0])  # load tables and imports outside timing
     t, found = best_of(functools.partial(ours, x), repeat)
     print(json.dumps({"cpu": t, "indices": found}))
@@ -144,6 +154,9 @@ def main() -> None:
     )
     parser.add_argument("--shifts", default="2,10,50", help="comma-separated shift counts")
     parser.add_argument(
+        "--additive", action="store_true", help="the series not exponentiated (a gauge)"
+    )
+    parser.add_argument(
         "--compare", type=Path, help="another tree's src, timed side by side with this one"
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -163,7 +176,7 @@ def main() -> None:
     ]
     for n in sizes:
         for k in shifts:
-            x, truth = real_shaped(n, k, seed=n + k)
+            x, truth = real_shaped(n, k, seed=n + k, additive=args.additive)
             t_ours, mine = best_of(functools.partial(ours, x), args.repeat)
             found = f"{len(mine)} ({recall(truth, mine, n):.2f})"
             cells = [f"{n:.0e}", str(k), f"{t_ours:.3f} s", found]
@@ -200,8 +213,10 @@ def compare(args: argparse.Namespace) -> None:
     ]
     for n in sizes:
         for k in shifts:
-            x, truth = real_shaped(n, k, seed=n + k)
-            (t_old, old), (t_new, new) = side_by_side([args.compare, own], n, k, args.repeat)
+            x, truth = real_shaped(n, k, seed=n + k, additive=args.additive)
+            (t_old, old), (t_new, new) = side_by_side(
+                [args.compare, own], n, k, args.repeat, args.additive
+            )
             cells = [
                 f"{n:.0e}",
                 str(k),

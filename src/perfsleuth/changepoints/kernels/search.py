@@ -1477,7 +1477,15 @@ def _with_kinks(
 
     if not accepted:
         return accepted, inside, [], own
-    alone = judged(y, [0, n], windows=len(accepted) >= 2)
+    # A broken line alone rivals the level points with at most two kinks a step and one
+    # more (a bending curve drawn as a staircase: two steps, four bends). Beyond, it draws
+    # more than their staircase, and it is not the line the steps are measured beside either
+    # (10⁵ additive readings, a trend and 10 steps: 36 kinks, and the steps' fits on their
+    # 38 hinges took 1 of 1.3 s; at 10⁶, 67 kinks and 24 of 32 s)
+    most = 2 * len(accepted) + 1
+    alone = judged(y, [0, n], most=most, windows=len(accepted) >= 2)
+    if len(alone) > most:
+        alone = []
     resolution = search.grain()
     real = _steps_beside(y, alone, accepted, search)
     if not alone and not real:
@@ -1486,8 +1494,9 @@ def _with_kinks(
     if alone:
         broken = kinks.broken_line(y, [0, n], alone, np.zeros(n))
         described.append(((y - broken)[:, None], 2 * len(alone) + 2, [], alone))
-    if real:
-        resid, found = _beside(y, [*alone, *inside], real, judged)
+    beside = _beside(y, [*alone, *inside], real, judged) if real else None
+    if beside is not None:
+        resid, found = beside
         described.append((resid[:, None], 2 * len(real) + 2 * len(found) + 2, real, found))
     # judged at the noise's effective count, as the trend's two starts are
     scores = _bic_scores(y[:, None], [(d[0], d[1]) for d in described], resolution)
@@ -1626,19 +1635,26 @@ def _beside(
     bends: list[kinks.Kink],
     real: list[ChangePoint],
     judged: Callable[..., list[kinks.Kink]],
-) -> tuple[FloatArray, list[kinks.Kink]]:
+) -> tuple[FloatArray, list[kinks.Kink]] | None:
     """(residuals, kinks) of the broken line beside the steps ``real``: the steps measured
     beside the hinges of ``bends`` (the broken line's alone and those inside the level
     search's segments: a step that also ends a line the broken line alone cannot draw, a
     counter's reset after its rate rose, leaves no kink of the whole series, and measured
     beside a straight line it took up the rise and hid it), the kinks found again on the
-    series less them, all refitted jointly."""
+    series less them, all refitted jointly. None when it has more than one kink beyond those
+    bends: like the broken line alone (:func:`_with_kinks`), such a line is no rival, and each
+    kink is a column of the joint fit (10⁶ additive readings, a trend, 10 steps and bursts of
+    heavy-tailed noise: 29 kinks beside 16 steps, 4.8 of 7.8 s)."""
     n = y.size
     steps = [(_ramp(n) >= p.index).astype(np.float64) for p in real]
     at = sorted({k.index for k in bends})
     design = np.column_stack([*_hinges(n, at), *steps])
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    found = judged(y - np.column_stack(steps) @ coef[-len(steps) :], [0, n], windows=True)
+    most = len(at) + 1
+    less = y - np.column_stack(steps) @ coef[-len(steps) :]
+    found = judged(less, [0, n], most=most, windows=True)
+    if len(found) > most:
+        return None
     design = np.column_stack([*_hinges(n, [k.index for k in found]), *steps])
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
     return y - design @ coef, found
