@@ -234,3 +234,33 @@ def test_a_bending_curve_without_a_shift_gets_no_step_beside_its_bends(seed: int
     # and the cost, curvature the bends leave took .55 level points per series
     cp = find_change_points(saturating(1000, 0.0, 0.3, seed))
     assert [p for p in cp.points if p.kind == "level"] == []
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_no_fit_has_more_kinks_than_a_staircase_needs(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A gauge (not exponentiated) with a trend, 10 steps of 3-6 σ and heavy-tailed AR(1)
+    # noise: the broken line alone drew the staircase with 34-38 kinks, and the steps' joint
+    # fits took one column each (10⁶ readings: 24 of 32 s). A broken line has at most two
+    # kinks a step and one more, and one beside the steps one kink more than its bends.
+    rng = np.random.default_rng(seed)
+    n, k = 50_000, 10
+    cuts = np.sort(rng.choice(np.arange(2_000, n - 2_000, 1_000), k, replace=False))
+    steps = np.zeros(n)
+    for cut in cuts:
+        steps[cut:] += rng.choice([-1.0, 1.0]) * rng.uniform(3.0, 6.0)
+    noise = lfilter([1.0], [1.0, -0.6], rng.standard_t(3, n) * 0.5)
+    x = steps + 2.0 * np.arange(n) / n + noise
+    widest = [0]
+    fits = {"lstsq": np.linalg.lstsq, "qr": np.linalg.qr}
+
+    def counted(name: str, design: np.ndarray, *args: object, **kwargs: object) -> object:
+        widest[0] = max(widest[0], design.shape[1] if design.ndim == 2 else 1)
+        return fits[name](design, *args, **kwargs)
+
+    for name in fits:
+        monkeypatch.setattr(np.linalg, name, functools.partial(counted, name))
+    found = find_change_points(x)
+    assert sum(any(abs(i - c) <= 50 for i in found.indices) for c in cuts) >= k - 1
+    assert widest[0] <= 2 * k + 3  # intercept, slope, at most 2k + 1 hinges
