@@ -1646,18 +1646,35 @@ def _beside(
     kink is a column of the joint fit (10⁶ additive readings, a trend, 10 steps and bursts of
     heavy-tailed noise: 29 kinks beside 16 steps, 4.8 of 7.8 s)."""
     n = y.size
-    steps = [(_ramp(n) >= p.index).astype(np.float64) for p in real]
+    cuts = sorted({p.index for p in real})
     at = sorted({k.index for k in bends})
-    design = np.column_stack([*_hinges(n, at), *steps])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    _, steps = _steps_and_hinges(y, at, cuts)
     most = len(at) + 1
-    less = y - np.column_stack(steps) @ coef[-len(steps) :]
-    found = judged(less, [0, n], most=most, windows=True)
+    found = judged(y - steps, [0, n], most=most, windows=True)
     if len(found) > most:
         return None
-    design = np.column_stack([*_hinges(n, [k.index for k in found]), *steps])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    return y - design @ coef, found
+    resid, _ = _steps_and_hinges(y, [k.index for k in found], cuts)
+    return resid, found
+
+
+def _steps_and_hinges(
+    y: FloatArray, at: list[int], cuts: list[int]
+) -> tuple[FloatArray, FloatArray]:
+    """The least-squares fit of ``y`` (one column) by a line with hinges at ``at`` and steps
+    at ``cuts`` (sorted): (residuals, the steps' part of the fit, 0 before the first step).
+
+    The intercept and the steps are a level per segment of ``cuts``, so they are partialled
+    out (Frisch–Waugh–Lovell): the line's slope and hinges are fitted to ``y`` less its
+    segment means by themselves less theirs, and the levels are what is left. A column a
+    step made the fit O(n (steps + hinges)²) and the columns n × steps floats (56 steps of
+    10⁶ readings: 4.8 s and 450 MB)."""
+    design = np.column_stack(_hinges(y.size, at)[1:])
+    within = design - _segment_means(design, cuts)
+    target = y - _segment_means(y[:, None], cuts)[:, 0]
+    coef, *_ = np.linalg.lstsq(within, target, rcond=None)
+    resid = target - within @ coef
+    levels = y - design @ coef - resid
+    return resid, levels - levels[0]
 
 
 def _with_slope_points(
