@@ -4,15 +4,15 @@ ruptures ``Binseg(model="l2")``, on real-shaped series, printed as ratios from o
 Targets: 10⁵ ≤ 0.5 s and 10⁶ ≤ 3 s whatever the number of change points, and ≥ 100× ruptures
 Binseg at 10⁵.
 
-The series are what real monitoring data looks like, not white-noise steps: AR(1) noise
-(φ = .6) with Student-t (3 d.o.f.) innovations, a daily-like cycle (period 288, i.e. 5-minute
-samples), a slow trend, 0.2% spikes of 15–40 σ, right skew (everything is exponentiated, as a
-latency is: the noise is about ±15%, but exponentiated Student-t noise has no mean, and at 10⁶
-points it reaches 83 σ, a value 7·10⁵ times the median: ``changepoints_fragments.py``; with
-``--additive`` it is not, as a gauge's readings are not, and the trend is then kept as a slope,
-whose kinks are searched too), and 2, 10 or 50 level shifts of 2–6 σ at seeded positions at least ``n / (4(k + 1))`` apart. The defaults
-must handle all of it (cycle and trend removed, skew transformed, spikes kept as data), so the
-work real series trigger is timed too.
+The series are what real monitoring data looks like, not white-noise steps: AR(1) noise (φ = .6)
+with Student-t (3 d.o.f.) innovations, a daily-like cycle (period 288, i.e. 5-minute samples), a
+slow trend, 0.2% spikes of 15–40 σ, right skew (everything is exponentiated, as a latency is:
+the noise is about ±15%, but exponentiated Student-t noise has no mean, and at 10⁶ points it
+reaches 83 σ, a value 7·10⁵ times the median: ``changepoints_fragments.py``; with ``--additive``
+it is not, as a gauge's readings are not, and the trend is then kept as a slope, whose kinks are
+searched too), and 2, 10 or 50 level shifts of 2–6 σ at seeded positions at least
+``n / (4(k + 1))`` apart. The defaults must handle all of it (cycle and trend removed, skew
+transformed, spikes kept as data), so the work real series trigger is timed too.
 
 ruptures gets its defaults (``min_size=2, jump=5``) and the usual BIC penalty ``σ̂² ln n`` (σ̂
 robust, from first differences); it is run at 10⁴ and 10⁵ only (at 10⁶ one call takes longer than
@@ -20,10 +20,10 @@ the whole table). Recall within ±1% of n is printed for both, for orientation o
 ``benchmarks/changepoints_accuracy.py``'s job).
 
 Run: .venv/bin/python benchmarks/changepoints.py [--repeat R] [--skip-ruptures] [--sizes N,..]
-[--shifts K,..] [--additive] [--compare SRC]. ``--compare`` times another source tree's search (e.g. a
-commit exported with ``git archive``, or /work/main/src) side by side with this one: R runs in a
-fresh process with one tree's ``src`` first on PYTHONPATH, then R with the other, twice over,
-so both see the same load.
+[--shifts K,..] [--additive] [--compare SRC]. ``--compare`` times another source tree's search
+(e.g. a commit exported with ``git archive``, or /work/main/src) side by side with this one: R
+runs in a fresh process with one tree's ``src`` first on PYTHONPATH, then R with the other,
+twice over, so both see the same load.
 Times are CPU seconds of the timing process, best of R (single-threaded BLAS: the wall time on
 an idle machine). No test asserts them; report the load average (``uptime``) with them.
 """

@@ -2,13 +2,13 @@
 
 Speed work must not move a point unnoticed: this runs ``find_change_points(values)`` (the
 defaults) on every series of ``benchmarks/changepoints_accuracy.py``'s corpora (``--groups``,
-both halves) and on ``benchmarks/changepoints.py``'s ``real_shaped`` series (``--sizes`` ×
-2, 10, 50 shifts, exponentiated and additive, and two-column stacks of them at the smallest
-size, for the joint search), once with another tree's ``src`` first on PYTHONPATH and once
-with this tree's, each in its own process, and prints per series whether the indices are identical, and the largest relative
-difference of the kept points' p-values, effects and statistics (0 when bit-for-bit), and
-whether the whole result is bit-for-bit the same (every field of every kept and dropped point,
-the spikes, trend, period and fitted values: one digest).
+both halves) and on ``benchmarks/changepoints.py``'s ``real_shaped`` series (``--sizes`` × 2,
+10, 50 shifts, exponentiated and additive, and two-column stacks of them at the smallest size,
+for the joint search), once with another tree's ``src`` first on PYTHONPATH and once with this
+tree's, each in its own process, and prints per series whether the indices are identical, and
+the largest relative difference of the kept points' p-values, effects and statistics (0 when
+bit-for-bit), and whether the whole result is bit-for-bit the same (every field of every kept
+and dropped point, the spikes, trend, period and fitted values: one digest).
 
 Run: .venv/bin/python benchmarks/changepoints_same.py --compare /work/main/src
 [--groups nab,machine,events,short] [--sizes 10000,100000]
