@@ -1239,7 +1239,7 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
             accepted, bends, replaced, fit = _with_kinks(
                 adjusted[:, 0], slope[0], accepted, judged, search
             )
-            if _steps_under_the_floor(adjusted, fit, sorted(p.index for p in flat[1]), search):
+            if _steps_under_the_floor(adjusted, fit, flat[1], flat[2], search):
                 slope, accepted, rejected = flat
                 accepted, bends, replaced = _broken_line_instead(
                     adjusted[:, 0], accepted, judged, search
@@ -1255,11 +1255,15 @@ def _describe(x: FloatArray, search: _Practical) -> _Description:
 
 
 def _steps_under_the_floor(
-    y: FloatArray, trend: Callable[[], Fit], flat: list[int], search: _Practical
+    y: FloatArray,
+    trend: Callable[[], Fit],
+    kept: list[ChangePoint],
+    dropped: Sequence[ChangePoint],
+    search: _Practical,
 ) -> bool:
     """Whether a trend kept (its description, with its kinks: ``trend()``) is a staircase of
     steps under the relative floor: the steps a search with no floor finds (with no slope, from
-    the ``flat`` points of the search with it) describe ``y`` better by BIC at the noise's
+    the ``kept`` points of the search with it) describe ``y`` better by BIC at the noise's
     effective count, and lean no more than a level's segments do (no significant slope common
     to them: a ramp cut into steps keeps its slope inside them, as in the trend's
     alternation). The floor decides which changes are worth reporting, not what the series
@@ -1267,9 +1271,14 @@ def _steps_under_the_floor(
     kinks (4,000 readings, 12 jumps of ±2–12% in 2% noise: 18 false points in 20 series, most
     of them slope points; 4 with this, ``benchmarks/changepoints_level_staircase.py``). Then
     the points the floor keeps are reported, with no slope. (The log scale's levels are
-    relative themselves: no floor there.)"""
+    relative themselves: no floor there.) ``kept`` and ``dropped``: the search with the floor
+    and no slope; where its floor decided nothing, the search without it is not run, for it
+    would end at the same points (``_Dropped.same_without_floor``)."""
     if search.min_relative_change <= 0.0 or search.log_levels:
         return False
+    if isinstance(dropped, _Dropped) and dropped.same_without_floor:
+        return False
+    flat = sorted(p.index for p in kept)
     fine, _ = dataclasses.replace(search, min_relative_change=0.0).run(y, None, flat)
     cuts = sorted(p.index for p in fine)
     if cuts == flat:
@@ -2375,10 +2384,15 @@ class _Dropped(Sequence[ChangePoint]):
     candidate, each of the trend's several searches drops thousands (lookups and points were
     14 of 23 s at 10⁶ readings, ``benchmarks/changepoints_ramp_speed.py``)."""
 
-    def __init__(self, count: int, build: Callable[[], list[ChangePoint]]):
+    def __init__(
+        self, count: int, build: Callable[[], list[ChangePoint]], same_without_floor: bool = False
+    ):
         self._count = count
         self._build: Callable[[], list[ChangePoint]] | None = build
         self._points: list[ChangePoint] = []
+        # whether the search without the relative floor, started from the points kept, would
+        # make every judgement of this one's last round again (``_Practical.run``)
+        self.same_without_floor = same_without_floor
 
     def _read(self) -> list[ChangePoint]:
         if self._build is not None:
@@ -2627,7 +2641,10 @@ class _Practical:
                         centred[:, 0], own_sums, offset1, trend1 * i, a, i, b, min_relative
                     ) >= min_relative  # fmt: skip
                 cost = costs(nl, nr)
-                passes = large and delta > 0 and delta >= cost and b - a >= testable
+                cheap = delta > 0 and delta >= cost and b - a >= testable
+                if cheap and not large and effect >= min_effect and shift > 0:
+                    floor_decided[0] = True  # only the relative floor failed it
+                passes = large and cheap
                 passes = passes and _beyond_one_observation(z, columns, a, i, b, cost, 2 * m)
                 return seeded.Judged(i, a, b, delta, None if passes else False, effect)
 
@@ -2653,7 +2670,10 @@ class _Practical:
         # shifts. (Blocks measured over the whole series count the shifts as noise: four 25σ
         # steps in 150 CPU readings gave a scale 25 times the noise and no point.)
         points: list[int] = sorted(previous or [])
+        measured_about = points
         short_range = not points
+        # whether a judgement of the round failed only for the relative floor (``_Dropped``)
+        floor_decided = [False]
         # rounding, not noise, below a billionth of the series' range or the float precision
         # of its values (with the slope added back: a line removed leaves only rounding)
         magnitude = np.max(np.abs(level), axis=0) + np.abs(trend) * n
@@ -2672,6 +2692,8 @@ class _Practical:
         own_scale = (_prefix(sym), _prefix(sym * sym), _prefix(sym[1:] * sym[:-1]))
         memo = seeded.SplitMemo()
         for _ in range(_NOISE_ROUNDS):
+            measured_about = points
+            floor_decided[0] = self.dims > 1  # the joint judge does not say
             resid = sym - _segment_means(sym, points)
             top = 1 if short_range else None
             noise = [_long_run_scale(resid[:, j], floors[j], top, m) for j in range(self.dims)]
@@ -2828,8 +2850,16 @@ class _Practical:
         last_evidence = [evidence(j, False) for j in last]
         last_means = means(last)
         made = as_points(kept, [evidence(j, True) for j in kept], *means(kept), phi_residual)
+        # Started from the points kept, a search without the relative floor measures the noise
+        # about them, as this one's last round did, and judges as it did where the floor never
+        # decided: where that round settled on them, it would end here too (with no point, it
+        # would start at short range instead)
+        kept_at = sorted(j.index for j in kept)
+        repeats = bool(kept) and kept_at == measured_about == found
         return made, _Dropped(
-            len(last), lambda: as_points(last, last_evidence, *last_means, [math.nan] * len(last))
+            len(last),
+            lambda: as_points(last, last_evidence, *last_means, [math.nan] * len(last)),
+            same_without_floor=repeats and not floor_decided[0],
         )
 
     def _critical_z2(
