@@ -105,6 +105,44 @@ def test_a_long_series_keeps_the_default_relative_floor() -> None:
     assert find_change_points(x, min_relative_change=0).indices == (800,)
 
 
+def _gauge(seed: int, n: int = 20_000, shifts: int = 6) -> np.ndarray:
+    """A trend, ``shifts`` steps of 3-6 σ and AR(1) noise about 0: a gauge whose trend is kept."""
+    rng = np.random.default_rng(seed)
+    x = lfilter([1.0], [1.0, -0.6], rng.standard_normal(n)) + 4.0 * np.arange(n) / n
+    for at in np.sort(rng.choice(np.arange(1_000, n - 1_000, 500), shifts, replace=False)):
+        x[at:] += rng.choice([-1.0, 1.0]) * rng.uniform(3.0, 6.0)
+    return x
+
+
+@pytest.mark.parametrize("seed", [2, 3, 4])
+def test_the_floors_check_skips_only_a_search_that_would_repeat_itself(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where the search with the relative floor settled and the floor decided none of its last
+    # round's judgements, the search without it is not run: forced to run, it ends the same.
+    x = _gauge(seed)
+    skipped = []
+    check = search._steps_under_the_floor
+
+    def noted(*args: object) -> bool:
+        skipped.append(getattr(args[3], "same_without_floor", None))
+        return check(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(search, "_steps_under_the_floor", noted)
+    found = find_change_points(x)
+    assert skipped == [True]  # the trend was kept, and its floor's check skipped the search
+    dropped = search._Dropped.__init__
+
+    def forced(self: search._Dropped, *args: object, **kwargs: object) -> None:
+        dropped(self, *args, **kwargs)  # type: ignore[arg-type]
+        self.same_without_floor = False
+
+    monkeypatch.setattr(search._Dropped, "__init__", forced)
+    again = find_change_points(x)
+    assert again.points == found.points
+    assert again.trend == found.trend
+
+
 def _persistent(seed: int, n: int, step: float, at: int) -> np.ndarray:
     # AR(1) noise with phi = .95 (unit marginal variance) and a step of ``step`` from ``at``
     rng = np.random.default_rng(seed)
