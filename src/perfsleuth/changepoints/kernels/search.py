@@ -1608,6 +1608,7 @@ def _steps_beside(
     after = np.cumsum(q[::-1], axis=0)[::-1]  # after[i] = Qᵀ 1(t ≥ i)
     tail = np.cumsum(base[::-1])[::-1]
     bar = trend_steps.critical_z2(n, _HIDDEN_STEP_SHARE * search._level_alpha(n))
+    t = _ramp(n)
     real = []
     for p in accepted:
         spread = (n - p.index) - float(after[p.index] @ after[p.index])  # |s less Q Qᵀ s|²
@@ -1620,7 +1621,7 @@ def _steps_beside(
         # variance is at least the white one)
         if step < math.sqrt(12.0) * rounding or white <= 0.0 or beta**2 * spread / white <= bar:
             continue
-        regressor = (_ramp(n) >= p.index) - q @ after[p.index]
+        regressor = (t >= p.index) - q @ after[p.index]
         resid = base - beta * regressor
         fitted = y - resid
         variance, phi = kinks.long_run(resid, kinks.rounding_share(fitted, rounding))
