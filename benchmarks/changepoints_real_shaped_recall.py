@@ -6,7 +6,7 @@ n = 2,000, 5,000 and 10,000 with 2, 10 and 50 shifts (cells whose shifts would s
 readings apart are skipped), and prints the mean recall (a point within max(3, n/100) of a
 shift) and the points found in all.
 
-Run: .venv/bin/python benchmarks/changepoints_real_shaped_recall.py [--seeds 20]; with
+Run: .venv/bin/python benchmarks/changepoints_real_shaped_recall.py [--seeds 20] [--additive]; with
 ``PYTHONPATH=<other tree>/src`` for another version of the code.
 """
 
@@ -28,6 +28,9 @@ from changepoints import real_shaped, recall
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument(
+        "--additive", action="store_true", help="the series not exponentiated (a gauge)"
+    )
     args = parser.parse_args()
     print("| n | shifts | recall | points |")
     print("|---|---|---|---|")
@@ -38,7 +41,7 @@ def main() -> None:
             found = []
             points = 0
             for seed in range(1_000, 1_000 + args.seeds):
-                x, cuts = real_shaped(n, k, seed)
+                x, cuts = real_shaped(n, k, seed, additive=args.additive)
                 indices = list(find_change_points(x).indices)
                 found.append(recall(cuts, indices, n))
                 points += len(indices)
