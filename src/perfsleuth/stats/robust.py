@@ -167,12 +167,14 @@ def detect_period(
     if max_period < min_period:
         return None
     sums = _centred_sums(x)
-    lo = max(min_period, 2)
-    while lo <= max_period:
-        found = _period_in_octave(x, sums, lo, min(2 * lo - 1, max_period), strength)
-        if found is not None:
-            return found
-        lo *= 2
+    for steps in (False, True):
+        lo = max(min_period, 2)
+        while lo <= max_period:
+            hi = min(2 * lo - 1, max_period)
+            found = _period_in_octave(x, sums, lo, hi, strength, steps)
+            if found is not None:
+                return found
+            lo *= 2
     return None
 
 
@@ -181,15 +183,16 @@ _SLOW_PERIODS = 4  # the slow part is fitted over this many of the octave's long
 
 
 def _period_in_octave(
-    x: FloatArray, sums: FloatArray, lo: int, hi: int, strength: float
+    x: FloatArray, sums: FloatArray, lo: int, hi: int, strength: float, steps: bool
 ) -> int | None:
     """:func:`detect_period` among the periods ``lo`` … ``hi`` (readings), ``sums`` the prefix
-    sums of ``x`` (:func:`_centred_sums`)."""
+    sums of ``x`` (:func:`_centred_sums`), the slow part following steps or not
+    (:func:`_cycle_residual`)."""
     b = max(1, lo // _BINS_PER_PERIOD)
     m = (sums.size - 1) // b
     means = (sums[b : m * b + 1 : b] - sums[: m * b : b]) / b
     width = _SLOW_PERIODS * hi // b + 1  # several of the octave's longest periods (in bins)
-    r = _cycle_residual(means, width)
+    r = _cycle_residual(means, width, steps)
     first, last = -(-lo // b), hi // b
     if r.size < 2:
         return None
@@ -220,7 +223,7 @@ def _period_in_octave(
         doubled = np.arange(2 * p - 1, 2 * p + 2)
         if score[i] < needed[i] or (
             doubled[-1] + p // 2 < acf.size
-            and _contrast(acf, doubled, p // 2).max() < needed[i] / 2
+            and _contrast(acf, doubled, p // 2).max() < needed[i] * (1.0 if steps else 0.5)
         ):
             continue
         if b == 1:
@@ -228,7 +231,7 @@ def _period_in_octave(
         # at full resolution (over up to 64 cycles), where the cycle is removed, it must
         # qualify as well: a burst every 280 readings among values on a lattice of .002
         # (NAB ec2_cpu_utilization_c6585a) shows in means of 80 readings, not in the readings
-        full = _cycle_residual(x, width * b)
+        full = _cycle_residual(x, width * b, steps)
         fine = _autocorrelation(full, min(full.size - 1, 64 * (hi + b)))
         period = np.array([_refine(fine, p * b, b)])
         if _contrast(fine, period)[0] >= _needed(fine, period, full.size, strength)[0]:
@@ -254,7 +257,7 @@ def _contrast(acf: FloatArray, lags: NDArray[np.int64], half: int | None = None)
     return out
 
 
-def _cycle_residual(x: FloatArray, width: int) -> FloatArray:
+def _cycle_residual(x: FloatArray, width: int, steps: bool = False) -> FloatArray:
     """``x`` less its slow part, in units of its local spread, with spikes winsorised at 5
     robust σ: the variation a cycle shorter than ``width`` readings can explain, which a trend,
     level shifts and a few outsized readings do not dominate.
@@ -270,7 +273,7 @@ def _cycle_residual(x: FloatArray, width: int) -> FloatArray:
     .065 of such series of 1,000 readings, against none)."""
     n = x.size
     h = width // 2
-    y = x - median(x)
+    y = x - (_level(x, width // _SLOW_PERIODS) if steps else median(x))
     sums = np.concatenate([[0.0], np.cumsum(y)])
     r = np.empty(n)
     if n <= 2 * h + 1:  # no whole window
@@ -294,6 +297,18 @@ def _cycle_residual(x: FloatArray, width: int) -> FloatArray:
     if bound > 0:
         np.clip(r, -bound, bound, out=r)
     return r
+
+
+def _level(x: FloatArray, h: int) -> FloatArray:
+    """The running median of the ``2h + 1`` readings around each one, the series extended at
+    each end by its point reflection (so a straight line is its own running median)."""
+    h = min(h, x.size - 1)
+    if h < 1:
+        return x.copy()
+    head = 2.0 * x[0] - x[h:0:-1]
+    tail = 2.0 * x[-1] - x[-2 : -h - 2 : -1]
+    out: FloatArray = running_median(np.concatenate([head, x, tail]), 2 * h + 1)[h:-h]
+    return out
 
 
 def _window_lines(y: FloatArray, h: int, at: NDArray[np.int64]) -> FloatArray:
