@@ -170,3 +170,42 @@ def test_a_scaled_series_has_the_same_description() -> None:
     a, b = find_change_points(x), find_change_points(x * 1e-3)
     assert (a.scale, a.indices) == (b.scale, b.indices)
     assert b.points[0].level_at[0] == pytest.approx(a.points[0].level_at[0] * 1e-3)
+
+
+def latency(seed: int, multiplicative: bool = True) -> tuple[np.ndarray, list[int]]:
+    """10,000 five-minute readings: 10 level shifts of 2-5 noise σ, a daily sine of 1.5 σ
+    (period 288) and AR(1) noise (φ .5); exponentiated (±15% a σ, a latency: its cycle and
+    noise scale with its level) or added to 100 (a gauge). The shifts come with it."""
+    n, shifts = 10_000, 10
+    rng = np.random.default_rng(seed)
+    gap = n // (shifts + 1)
+    cuts = gap * np.arange(1, shifts + 1) + rng.integers(-gap // 4, gap // 4, shifts)
+    steps = rng.choice([-1.0, 1.0], shifts) * rng.uniform(2.0, 5.0, shifts)
+    t = np.arange(n)
+    level = np.concatenate([[0.0], np.cumsum(steps)])[np.searchsorted(cuts, t, side="right")]
+    e = lfilter([1.0], [1.0, -0.5], rng.standard_normal(n))
+    z = level + 1.5 * np.sin(2 * np.pi * t / 288) + e
+    return (20.0 * np.exp(0.15 * z) if multiplicative else 100.0 + z), [int(c) for c in cuts]
+
+
+def test_a_cycle_that_follows_the_level_is_described_on_the_log_scale() -> None:
+    # Removed from the values as one profile, the cycle stayed in the high stretches as noise:
+    # 39 of these 50 shifts found with 44 points. On the log scale (4 of the 5 series; the
+    # fifth's spread follows its level less clearly), 50 with 50.
+    found, points, logged = 0, 0, 0
+    for seed in range(5):
+        x, cuts = latency(seed)
+        cp = find_change_points(x)
+        assert cp.periods == (288,)
+        logged += cp.scale == "log"
+        found += sum(any(abs(i - c) <= 10 for i in cp.indices) for c in cuts)
+        points += len(cp.indices)
+    assert logged >= 4 and found == 50 and points <= 52
+
+
+def test_an_additive_cycle_keeps_a_positive_series_on_its_own_scale() -> None:
+    # the Box–Cox comparison alone chose the log scale for 4 of these 5 (a 1% difference);
+    # their spread does not clearly follow their level (Tukey's slope −.08 ± .22 to 1.03 ± 1.29)
+    for seed in range(5):
+        x, _ = latency(seed, multiplicative=False)
+        assert find_change_points(x).scale == "linear"

@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 __all__ = [
     "MAX_PERIOD",
     "clip_outliers",
+    "cycle_noise",
     "detect_period",
     "difference_phi",
     "implied_phi",
@@ -47,6 +48,7 @@ __all__ = [
     "persistence",
     "remove_cycle",
     "robust_scale",
+    "spread_level_slope",
     "within_slope",
 ]
 
@@ -372,6 +374,35 @@ def cycle_share(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray, flo
     after = robust_scale(detail - cycle)
     share = 1.0 - (after / before) ** 2 if before > 0 else 0.0
     return x - cycle, profile, share
+
+
+def cycle_noise(x: FloatArray, period: int) -> float:
+    """The robust σ of what the cycle's profile leaves of ``x`` about its running median one
+    period wide (:func:`remove_cycle`'s residual variation)."""
+    detail, profile = _profile(x, period)
+    return robust_scale(detail - np.resize(profile, x.size))
+
+
+def spread_level_slope(x: FloatArray, stretch: int) -> tuple[float, float]:
+    """Tukey's spread-versus-level slope of a positive series and its standard error: the
+    least-squares slope of log spread on log level over consecutive stretches of ``stretch``
+    readings (the median and the robust σ about it); about 1 where the series varies by a
+    factor of its level (a log scale), about 0 where by an amount. (nan, inf) with fewer than
+    three stretches, or no spread of levels."""
+    m = x.size // stretch
+    if m < 3:
+        return math.nan, math.inf
+    blocks = x[: m * stretch].reshape(m, stretch)
+    level = np.median(blocks, axis=1)
+    spread = np.array([robust_scale(b - level[j]) for j, b in enumerate(blocks)])
+    ok = (level > 0) & (spread > 0)
+    u, v = np.log(level[ok]), np.log(spread[ok])
+    su = float(((u - u.mean()) ** 2).sum()) if u.size else 0.0
+    if u.size < 3 or su <= 0:
+        return math.nan, math.inf
+    slope = float(((u - u.mean()) * (v - v.mean())).sum() / su)
+    resid = v - v.mean() - slope * (u - u.mean())
+    return slope, math.sqrt(float(resid @ resid) / (u.size - 2) / su)
 
 
 def _profile(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray]:
