@@ -394,7 +394,11 @@ def spread_level_slope(x: FloatArray, stretch: int) -> tuple[float, float]:
         return math.nan, math.inf
     blocks = x[: m * stretch].reshape(m, stretch)
     level = np.median(blocks, axis=1)
-    spread = np.array([robust_scale(b - level[j]) for j, b in enumerate(blocks)])
+    dev = np.abs(blocks - level[:, None])
+    spread = np.median(dev, axis=1) * _MAD
+    # :func:`robust_scale` where a block's MAD is rounding (most of its readings tied)
+    for j in np.flatnonzero(spread <= _MAD * _ROUNDING * dev.max(axis=1)):
+        spread[j] = robust_scale(blocks[j] - level[j])
     ok = (level > 0) & (spread > 0)
     u, v = np.log(level[ok]), np.log(spread[ok])
     su = float(((u - u.mean()) ** 2).sum()) if u.size else 0.0
