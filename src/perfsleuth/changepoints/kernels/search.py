@@ -1386,11 +1386,18 @@ def _cycle_follows_level(x: FloatArray, min_size: int) -> bool:
       (:func:`robust_mod.spread_level_slope`): a slope of at least 1/2 (nearer a log scale's
       1 than an additive one's 0) by two standard errors. The Box–Cox comparison alone tips
       either way on a 1% difference where the level hardly varies (additive series with
-      levels ±15%: log in 4 of 5)."""
+      levels ±15%: log in 4 of 5).
+
+    The cycle is the first one found on the values or, where they show none, on the
+    logarithm: among level shifts a multiplicative cycle is often seen only there (5,000
+    readings, 10 shifts: recall .31 → .715). A positive series with no cycle pays that second
+    look (44 ms at 10⁵ readings, about .3 s at 10⁶)."""
+    logs = np.log(x)
     period = robust_mod.detect_period(x, min_period=2 * min_size)  # as _without_cycle
     if period is None:
+        period = robust_mod.detect_period(logs, min_period=2 * min_size)
+    if period is None:
         return False
-    logs = np.log(x)
     own, logged = robust_mod.cycle_noise(x, period), robust_mod.cycle_noise(logs, period)
     if not logged * math.exp(float(logs.mean())) < own:
         return False
