@@ -16,6 +16,7 @@ from perfsleuth import find_change_points
 from perfsleuth.changepoints.detector import ChangePointDetector
 from perfsleuth.findings import Kind
 from perfsleuth.frames import normalise
+from perfsleuth.stats import robust
 from perfsleuth.units import format_growth
 
 
@@ -172,11 +173,13 @@ def test_a_scaled_series_has_the_same_description() -> None:
     assert b.points[0].level_at[0] == pytest.approx(a.points[0].level_at[0] * 1e-3)
 
 
-def latency(seed: int, multiplicative: bool = True) -> tuple[np.ndarray, list[int]]:
-    """10,000 five-minute readings: 10 level shifts of 2-5 noise σ, a daily sine of 1.5 σ
+def latency(
+    seed: int, multiplicative: bool = True, n: int = 10_000
+) -> tuple[np.ndarray, list[int]]:
+    """``n`` five-minute readings: 10 level shifts of 2-5 noise σ, a daily sine of 1.5 σ
     (period 288) and AR(1) noise (φ .5); exponentiated (±15% a σ, a latency: its cycle and
     noise scale with its level) or added to 100 (a gauge). The shifts come with it."""
-    n, shifts = 10_000, 10
+    shifts = 10
     rng = np.random.default_rng(seed)
     gap = n // (shifts + 1)
     cuts = gap * np.arange(1, shifts + 1) + rng.integers(-gap // 4, gap // 4, shifts)
@@ -209,3 +212,14 @@ def test_an_additive_cycle_keeps_a_positive_series_on_its_own_scale() -> None:
     for seed in range(5):
         x, _ = latency(seed, multiplicative=False)
         assert find_change_points(x).scale == "linear"
+
+
+def test_a_cycle_seen_only_on_the_log_scale_is_judged_there() -> None:
+    # 5,000 readings: among the shifts the values show no period, their logarithm shows the
+    # day, and both diagnostics then call the series a latency (before: described on its own
+    # scale with no cycle, 3 of its 10 shifts found with 7 points; now 10 with 10)
+    x, cuts = latency(3, n=5_000)
+    assert robust.detect_period(x, min_period=10) is None
+    cp = find_change_points(x)
+    assert cp.scale == "log" and cp.periods and abs(cp.periods[0] - 288) <= 2
+    assert sum(any(abs(i - c) <= 10 for i in cp.indices) for c in cuts) == 10
