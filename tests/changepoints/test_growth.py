@@ -18,6 +18,7 @@ from perfsleuth.findings import Kind
 from perfsleuth.frames import normalise
 from perfsleuth.stats import robust
 from perfsleuth.units import format_growth
+from tests.support.series import daily_with_shifts
 
 
 def growing(
@@ -176,19 +177,11 @@ def test_a_scaled_series_has_the_same_description() -> None:
 def latency(
     seed: int, multiplicative: bool = True, n: int = 10_000
 ) -> tuple[np.ndarray, list[int]]:
-    """``n`` five-minute readings: 10 level shifts of 2-5 noise σ, a daily sine of 1.5 σ
-    (period 288) and AR(1) noise (φ .5); exponentiated (±15% a σ, a latency: its cycle and
-    noise scale with its level) or added to 100 (a gauge). The shifts come with it."""
-    shifts = 10
-    rng = np.random.default_rng(seed)
-    gap = n // (shifts + 1)
-    cuts = gap * np.arange(1, shifts + 1) + rng.integers(-gap // 4, gap // 4, shifts)
-    steps = rng.choice([-1.0, 1.0], shifts) * rng.uniform(2.0, 5.0, shifts)
-    t = np.arange(n)
-    level = np.concatenate([[0.0], np.cumsum(steps)])[np.searchsorted(cuts, t, side="right")]
-    e = lfilter([1.0], [1.0, -0.5], rng.standard_normal(n))
-    z = level + 1.5 * np.sin(2 * np.pi * t / 288) + e
-    return (20.0 * np.exp(0.15 * z) if multiplicative else 100.0 + z), [int(c) for c in cuts]
+    """``n`` five-minute readings with 10 level shifts of 2-5 noise σ and a daily cycle of 1.5
+    σ (:func:`daily_with_shifts`), exponentiated (±15% a σ, a latency: its cycle and noise
+    scale with its level) or added to 100 (a gauge). The shifts come with it."""
+    z, cuts = daily_with_shifts(seed, n, 10, day=1.5, steps=(2.0, 5.0))
+    return (20.0 * np.exp(0.15 * z) if multiplicative else 100.0 + z), cuts
 
 
 def test_a_cycle_that_follows_the_level_is_described_on_the_log_scale() -> None:

@@ -24,6 +24,7 @@ from perfsleuth.stats.robust import (
     robust_scale,
     within_slope,
 )
+from tests.support.series import daily_with_shifts
 
 N = 600
 T = np.arange(N)
@@ -280,26 +281,15 @@ def test_a_shift_under_a_cycle_on_a_trend_is_found() -> None:
     assert sum(found) >= 6
 
 
-def daily_with_shifts(seed: int, n: int, shifts: int) -> tuple[NDArray[np.float64], list[int]]:
-    """Five-minute readings: a daily sine of ±2 σ (period 288), AR(1) noise (φ .5), ``shifts``
-    level shifts of 3-6 σ about evenly spaced (returned with the series)."""
-    rng = np.random.default_rng(seed)
-    gap = n // (shifts + 1)
-    cuts = gap * np.arange(1, shifts + 1) + rng.integers(-gap // 4, gap // 4, shifts)
-    steps = rng.choice([-1.0, 1.0], shifts) * rng.uniform(3.0, 6.0, shifts)
-    t = np.arange(n)
-    level = np.concatenate([[0.0], np.cumsum(steps)])[np.searchsorted(cuts, t, side="right")]
-    e = lfilter([1.0], [1.0, -0.5], rng.standard_normal(n))
-    return level + 2.0 * np.sin(2 * np.pi * t / 288) + e, [int(c) for c in cuts]
-
-
 def test_a_daily_cycle_is_found_among_frequent_level_shifts() -> None:
     # Three weeks with 12 shifts, one every 1.75 days: about a line fitted over four days the
     # shifts were most of the variation, and the day was found in 6 of 20 series. About a
     # running median two days wide, which follows the steps, in 20 (and 2 weeks with 6 shifts:
     # 13 → 20 of 20)
     for seed in range(20):
-        p = detect_period(daily_with_shifts(seed, 3 * 2016, 12)[0], min_period=10)
+        p = detect_period(
+            daily_with_shifts(seed, 3 * 2016, 12, day=2.0, steps=(3.0, 6.0))[0], min_period=10
+        )
         assert p is not None and abs(p - 288) <= 2
 
 
@@ -308,7 +298,7 @@ def test_the_shifts_under_a_daily_cycle_are_found_once_it_is_removed() -> None:
     # readings in 118), against 74 (53 within 5) when the cycle stayed in as noise
     found, points = 0, 0
     for seed in range(10):
-        x, cuts = daily_with_shifts(seed, 3 * 2016, 12)
+        x, cuts = daily_with_shifts(seed, 3 * 2016, 12, day=2.0, steps=(3.0, 6.0))
         cp = find_change_points(x)
         assert cp.periods and abs(cp.periods[0] - 288) <= 2
         found += sum(any(abs(i - c) <= 5 for i in cp.indices) for c in cuts)
