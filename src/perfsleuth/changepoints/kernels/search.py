@@ -834,6 +834,7 @@ _LOG = logging.getLogger(__name__)
 _LOG_PROGRESS_LENGTH = 100_000  # longer series log their progress at INFO
 _SMALL_MIN_SIZE = 5  # the default min_size, or a quarter of a shorter series
 _SPIKE_K = 5.0  # a spike: this many robust σ from the model, on the symmetrised scale
+_LOOK = -1  # no first period given: :func:`_without_cycle` looks for it itself
 _NOISE_ROUNDS = 4  # re-measurements of the noise on the residuals; points settle in 2-3
 _CANDIDATE_ALPHA = 0.05  # level at which one seeded interval proposes its split
 _PRUNE_ROUNDS = 3  # prune, re-place, prune again: settles in one or two
@@ -1138,10 +1139,12 @@ def _on_its_scale(x: FloatArray, practical: _Practical, rounding: FloatArray) ->
         min_effect=DEFAULT_MIN_EFFECT,
         min_relative_change=_default_relative_change(n),
     )
-    if _cycle_follows_level(x[:, 0], practical.min_size):
+    # the first cycle of the values, looked for once: the scale's judge and their description
+    first = robust_mod.detect_period(x[:, 0], min_period=2 * practical.min_size)
+    if _cycle_follows_level(x[:, 0], first, practical.min_size):
         model = _describe(np.log(x), logs(floors))
     else:
-        model = _describe(x, floors)
+        model = _describe(x, floors, first)
     if model.scale == "linear" and _may_grow(x, model, floors.min_effect):
         logged = _describe(np.log(x), logs(floors))
         # a rate of growth needs a growth: a log description with no trend only changes the
@@ -1154,16 +1157,19 @@ def _on_its_scale(x: FloatArray, practical: _Practical, rounding: FloatArray) ->
     ):
         return model
     return (
-        _describe(np.log(x), logs(practical)) if model.scale == "log" else _describe(x, practical)
+        _describe(np.log(x), logs(practical))
+        if model.scale == "log"
+        else _describe(x, practical, first)
     )
 
 
-def _describe(x: FloatArray, search: _Practical) -> _Description:
+def _describe(x: FloatArray, search: _Practical, first: int | None = _LOOK) -> _Description:
     """The default search's description of ``x`` (on the scale given): its cycle, its level
-    points, a common slope when it is kept (step 6) and, on one column, the kinks."""
+    points, a common slope when it is kept (step 6) and, on one column, the kinks. ``first``:
+    its first cycle's period (None: no cycle), when already looked for."""
     n, dims = x.shape
     scale: Scale = "log" if search.log_levels else "linear"
-    adjusted, periods, cycle = _without_cycle(x, search.min_size)
+    adjusted, periods, cycle = _without_cycle(x, search.min_size, first)
     accepted, rejected = search.run(adjusted)
     slope = np.zeros(dims)
     if n >= _TREND_MIN_LENGTH:
@@ -1372,7 +1378,7 @@ def _hidden_steps(y: FloatArray, accepted: list[ChangePoint], search: _Practical
     return found
 
 
-def _cycle_follows_level(x: FloatArray, min_size: int) -> bool:
+def _cycle_follows_level(x: FloatArray, first: int | None, min_size: int) -> bool:
     """Whether a positive series with a cycle varies by a factor of its level rather than by
     an amount: a latency's daily cycle of ±15% at every level is a common profile of its
     logarithm only, and removed from the values it stays in their high stretches as noise
@@ -1391,11 +1397,13 @@ def _cycle_follows_level(x: FloatArray, min_size: int) -> bool:
     The cycle is the first one found on the values or, where they show none, on the
     logarithm: among level shifts a multiplicative cycle is often seen only there (5,000
     readings, 10 shifts: recall .31 → .715). A positive series with no cycle pays that second
-    look (44 ms at 10⁵ readings, about .3 s at 10⁶)."""
+    look (44 ms at 10⁵ readings, about .3 s at 10⁶).
+
+    ``first``: the period of the values' first cycle (:func:`_without_cycle`), or None."""
     logs = np.log(x)
-    period = robust_mod.detect_period(x, min_period=2 * min_size)  # as _without_cycle
+    period = first
     if period is None:
-        period = robust_mod.detect_period(logs, min_period=2 * min_size)
+        period = robust_mod.detect_period(logs, min_period=2 * min_size)  # as _without_cycle
     if period is None:
         return False
     own, logged = robust_mod.cycle_noise(x, period), robust_mod.cycle_noise(logs, period)
@@ -1995,9 +2003,12 @@ _MOST_CYCLES = 3  # cycles removed in turn (a day in a week in a year)
 _LATER_CYCLE_SHARE = 0.15  # of the variation left, a sine at detect_period's contrast bar (.3)
 
 
-def _without_cycle(x: FloatArray, min_size: int) -> tuple[FloatArray, tuple[int, ...], FloatArray]:
+def _without_cycle(
+    x: FloatArray, min_size: int, first: int | None = _LOOK
+) -> tuple[FloatArray, tuple[int, ...], FloatArray]:
     """Remove the cycles found in any column, shortest first: (series, periods, the cycles
-    removed per column).
+    removed per column). ``first``: the first one's period (None: no cycle), when already
+    looked for.
 
     Operations data often has several nested cycles (a day within a week). Each is removed in
     turn and the next, at least twice as long, looked for in what is left (of every column, the
@@ -2025,8 +2036,11 @@ def _without_cycle(x: FloatArray, min_size: int) -> tuple[FloatArray, tuple[int,
     periods: list[int] = []
     shortest = 2 * min_size  # a shorter cycle cannot create a change point on its own
     while len(periods) < _MOST_CYCLES:
-        found = [robust_mod.detect_period(flat[:, j], min_period=shortest) for j in range(dims)]
-        period = min((p for p in found if p is not None), default=None)
+        if periods or first == _LOOK:
+            found = [robust_mod.detect_period(flat[:, j], min_period=shortest) for j in range(dims)]
+            period = min((p for p in found if p is not None), default=None)
+        else:
+            period = first
         if period is None:
             break
         removed = [robust_mod.cycle_share(flat[:, j], period) for j in range(dims)]
