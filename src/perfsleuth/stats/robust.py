@@ -92,7 +92,9 @@ def robust_scale(r: FloatArray) -> float:
 def robust_scale_tied(r: FloatArray) -> tuple[float, bool]:
     """:func:`robust_scale`, and whether half the values or more are one value (up to
     rounding), so that σ came from the others."""
-    dev = np.abs(r - _median_in_place(np.array(r, dtype=np.float64)))
+    # one scratch copy: the median reorders it, and the deviations, a multiset, do not care
+    work = np.array(r, dtype=np.float64)
+    dev = np.abs(np.subtract(work, _median_in_place(work), out=work), out=work)
     mad = _median_in_place(dev)  # (reorders dev: the values below do not depend on order)
     rounding = _ROUNDING * float(dev.max()) if dev.size else 0.0
     tied = mad <= rounding
@@ -783,7 +785,7 @@ def _mad_scale_in_place(r: FloatArray) -> float:
 
 
 _SELECT_FROM = 20_000  # from this many values, medians are selected inside a sampled bracket
-_SAMPLE = 2_000  # values sampled for the bracket
+_SAMPLE = 2_000  # values sampled for the bracket at least (n^⅔ from 89,443 values)
 _TIED = 0.02  # share of equal neighbours in the sampled middle above which values count as tied
 
 
@@ -825,7 +827,9 @@ def _median_in_place(a: FloatArray) -> float:
 def _sampled_middle(a: FloatArray, rank: int) -> FloatArray:
     """The values of an evenly spaced sample of ``a`` (sorted) within ±4.5 standard errors of
     the order statistic ``rank``."""
-    sample = np.sort(a[:: a.size // _SAMPLE])
+    # n^⅔ balances the sort of the sample against the values left inside its bracket
+    # (∝ n / √sample): a median of 10⁶ values 3.3 → 2.2 ms with 10⁴ sampled, not 2,000
+    sample = np.sort(a[:: a.size // max(_SAMPLE, round(a.size ** (2 / 3)))])
     spread = int(4.5 * math.sqrt(sample.size / 4.0)) + 1
     centre = rank * sample.size // a.size
     return sample[max(centre - spread, 0) : centre + spread + 1]

@@ -1652,7 +1652,8 @@ def _steps_beside(
     after = np.cumsum(q[::-1], axis=0)[::-1]  # after[i] = Qᵀ 1(t ≥ i)
     tail = np.cumsum(base[::-1])[::-1]
     bar = trend_steps.critical_z2(n, _HIDDEN_STEP_SHARE * search._level_alpha(n))
-    t = _ramp(n)
+    total = float(base @ base)
+    columns = np.ascontiguousarray(q.T)  # Q's columns each contiguous: Q a three times as fast
     real = []
     for p in accepted:
         spread = (n - p.index) - float(after[p.index] @ after[p.index])  # |s less Q Qᵀ s|²
@@ -1660,19 +1661,22 @@ def _steps_beside(
             continue
         beta = float(tail[p.index]) / spread
         step = abs(beta)
-        white = (float(base @ base) - beta**2 * spread) / max(n - 3, 1)
+        white = (total - beta**2 * spread) / max(n - 3, 1)
         # cheap gates first: a grid step, and significant even as white noise (the long-run
         # variance is at least the white one)
         if step < math.sqrt(12.0) * rounding or white <= 0.0 or beta**2 * spread / white <= bar:
             continue
-        regressor = (t >= p.index) - q @ after[p.index]
-        resid = base - beta * regressor
-        fitted = y - resid
-        variance, phi = kinks.long_run(resid, kinks.rounding_share(fitted, rounding))
+        regressor = -(after[p.index] @ columns)  # the step 1(t ≥ i) less its part on the line
+        regressor[p.index :] += 1.0
+        resid = np.multiply(regressor, -beta, out=regressor)  # base − β regressor, in place
+        resid += base
+        # the fitted values, y − resid, only where they are asked for (10⁶ readings: 1 ms)
+        share = kinks.rounding_share(y - resid, rounding) if rounding > 0.0 else 0.0
+        variance, phi = kinks.long_run(resid, share)
         if variance <= 0.0:
             continue
         z2 = beta**2 * spread / variance
-        floor = -math.expm1(-step) if search.log_levels else step / float(np.max(np.abs(fitted)))
+        floor = -math.expm1(-step) if search.log_levels else step / float(np.max(np.abs(y - resid)))
         shorter = min(p.index, n - p.index)
         if (
             z2 > bar
