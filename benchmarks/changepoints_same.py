@@ -82,6 +82,7 @@ def dump(groups: list[str], sizes: list[int], path: Path) -> None:
             "p": [p.p_value for p in found.points],
             "effect": [p.effect for p in found.points],
             "statistic": [p.statistic for p in found.points],
+            "slope": [s for p in found.points for s in (*p.slope_before, *p.slope_after)],
             "digest": digest(found),
         }
     results["cpu"] = cpu
@@ -133,8 +134,9 @@ def compare(other: Path, groups: list[str], sizes: list[int]) -> int:
         if bits:
             detail = "bit-for-bit"
         elif same:
-            gaps = [_gap(old[key], new[key]) for key in ("p", "effect", "statistic")]
-            detail = "p {:.1e}, effect {:.1e}, T {:.1e}".format(*gaps)
+            keys = ("p", "effect", "statistic", "slope")
+            gaps = [_gap(old.get(key, []), new.get(key, [])) for key in keys]
+            detail = "p {:.1e}, effect {:.1e}, T {:.1e}, slopes {:.1e}".format(*gaps)
         else:
             detail = f"{len(old['indices'])} → {len(new['indices'])} points"
         print(f"{'same' if same else 'DIFFERENT'}  {name}  ({detail})")

@@ -126,6 +126,8 @@ class _Scan:
     denominator: float  # |hinge less its projection on the line|²
     hinge: FloatArray  # the chosen hinge less its projection on the line
     residual: FloatArray  # residuals about the line
+    slope: float  # the line's, per reading
+    lean: float  # the slope of the hinge's projection on the line (before the vertex: −lean)
 
 
 def best_kink(y: FloatArray, side: int) -> _Scan | None:
@@ -138,7 +140,8 @@ def best_kink(y: FloatArray, side: int) -> _Scan | None:
     t = np.arange(n, dtype=np.float64)
     tc = t - t.mean()
     stt = float(tc @ tc)
-    residual = y - y.mean() - float(tc @ y) / stt * tc
+    slope = float(tc @ y) / stt
+    residual = y - y.mean() - slope * tc
     k = t
     numerator = _suffix(t * residual) - k * _suffix(residual)
     after = n - 1 - k  # hinge values 1 … after
@@ -157,8 +160,9 @@ def best_kink(y: FloatArray, side: int) -> _Scan | None:
     )
     j = int(positions[np.argmax(gain)])
     h = np.maximum(t - j, 0.0)
-    hinge = h - h.mean() - float(tc @ h) / stt * tc
-    return _Scan(j, float(numerator[j]), float(denominator[j]), hinge, residual)
+    lean = float(tc @ h) / stt
+    hinge = h - h.mean() - lean * tc
+    return _Scan(j, float(numerator[j]), float(denominator[j]), hinge, residual, slope, lean)
 
 
 Table = tuple[tuple[float, ...], ...]  # critical z², rows TABLE_N, columns TABLE_P
@@ -287,7 +291,8 @@ def judge(
         return None
     beta = scan.numerator / scan.denominator
     resid = scan.residual - beta * scan.hinge
-    variance, phi = long_run(resid, rounding_share(y - resid, rounding))
+    fitted = y - resid
+    variance, phi = long_run(resid, rounding_share(fitted, rounding))
     if variance <= 0.0 or (memory and not memory_covered(y, resid)):
         return None
     # residuals of float rounding are not noise (an exact line's made a kink every 5 readings)
@@ -301,7 +306,6 @@ def judge(
     move = abs(beta) * shorter
     if sigma > 0.0 and move < min_effect * sigma:
         return None
-    fitted = y - resid
     near = fitted[: scan.k + 1] if scan.k <= n - 1 - scan.k else fitted[scan.k :]
     if log_levels:
         if -math.expm1(-move) < min_relative_change:
@@ -316,8 +320,8 @@ def judge(
     if not pays_without_a_spike(scan.numerator, scan.denominator, scan.hinge, scan.residual,
                                 part, variance, bar):  # fmt: skip
         return None
-    t = np.arange(n, dtype=np.float64)
-    slope_before = float(np.polyfit(t[: scan.k + 1], fitted[: scan.k + 1], 1)[0])
+    # the kinked line before its vertex: the line's slope, less β times the hinge's lean
+    slope_before = scan.slope - beta * scan.lean
     return Kink(
         index=scan.k,
         start=0,
