@@ -410,6 +410,37 @@ def test_a_gauge_that_turns_noisy_is_not_one_long_spike() -> None:
         assert find_change_points(x).notable_spikes() == (), seed
 
 
+def _latency_with_an_excursion(seed: int, plateau: bool) -> np.ndarray:
+    """5,000 latencies (AR(1) φ .6 on the log scale, σ .15) and a +1 shift at 3,500; at
+    2,000 either one innovation 100 σ large, decaying as the noise forgets, or seven readings
+    held e⁻⁸ times lower (an outage)."""
+    rng = np.random.default_rng(seed)
+    shocks = rng.standard_normal(5000)
+    if not plateau:
+        shocks[2000] += 100.0
+    x = lfilter([1.0], [1.0, -0.6], shocks) * 0.15
+    x[3500:] += 1.0
+    if plateau:
+        x[2000:2007] -= 8.0
+    return np.asarray(20.0 * np.exp(x))
+
+
+def test_one_outsized_innovation_is_a_spike_run_not_two_changes() -> None:
+    # on the log scale its decay spans five readings, which were two level points (2000 and
+    # 2005) in every series
+    for seed in range(5):
+        found = find_change_points(_latency_with_an_excursion(seed, plateau=False))
+        assert found.indices == (3500,), seed
+        assert [r.index for r in found.notable_spikes()] == [2000], seed
+
+
+def test_an_outage_of_a_few_readings_is_two_changes() -> None:
+    # held low, not decaying: its start and end are changes (a strike's weeks at 0)
+    for seed in range(5):
+        found = find_change_points(_latency_with_an_excursion(seed, plateau=True))
+        assert found.indices == (2000, 2007, 3500), seed
+
+
 @pytest.mark.parametrize("held", [0.3, 0.45])
 def test_a_value_a_gauge_often_holds_does_not_shrink_the_noise(held: float) -> None:
     # 3.0 exactly in 30% / 45% of readings, N(3, 1) otherwise: counted in the MAD, the ties
