@@ -522,6 +522,35 @@ def _ratio(whole: float, within: float) -> float:
     return whole / within
 
 
+def _paper_statistics_1d(
+    sums: tuple[FloatArray, FloatArray, FloatArray],
+    a: NDArray[np.intp],
+    i: NDArray[np.intp],
+    b: NDArray[np.intp],
+) -> tuple[FloatArray, FloatArray]:
+    """The paper's T at each ``i`` of [a, b) and the segment's lag-1 autocorrelation under "no
+    change", from the prefix sums of one column: ``_Practical.run``'s ``paper_statistic_1d``
+    on arrays, operation for operation (so the same bits)."""
+    ps, ps2, lag = (s[:, 0] for s in sums)
+    length = b - a
+    total = ps[b] - ps[a]
+    mean = total / length
+    whole = ps2[b] - ps2[a] - total * mean
+    left = ps[i] - ps[a]
+    right = total - left
+    within = whole - (left * left / (i - a) + right * right / (b - i) - total * mean)
+    num = (
+        lag[b - 1] - lag[a]
+        - mean * ((ps[b - 1] - ps[a]) + (ps[b] - ps[a + 1]))
+        + (length - 1) * mean * mean
+    )  # fmt: skip
+    positive = whole > 0
+    phi = np.where(positive, num / np.where(positive, whole, 1.0), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(positive, np.where(within > 0, whole / within, math.inf), 1.0)  # _ratio
+    return t, phi
+
+
 def _partition(xc: FloatArray, min_size: int) -> Split:
     """Optimal split of centred (n, k) data; the caller guarantees n >= 2 * min_size."""
     n = xc.shape[0]
@@ -2874,6 +2903,30 @@ class _Practical:
                 return tested(sums, tests, a, i, b)
             return tests.get((a, i, b)) or (*statistic(sums, a, i, b), None)
 
+        def evidences(
+            found: list[seeded.Judged],
+        ) -> list[tuple[float, float, Assessment | None]]:
+            """:func:`evidence` (not final) of many points; on one column, their statistics
+            taken at once (10⁶ readings drop ~4,000 candidates a search: 70 ms one by one)."""
+            if self.dims != 1 or not found:
+                return [evidence(j, False) for j in found]
+            a, i, b = (
+                np.array([getattr(j, k) for j in found], dtype=np.intp)
+                for k in ("start", "index", "stop")
+            )
+            t, phi = _paper_statistics_1d(sums, a, i, b)
+            own = _paper_statistics_1d(own_sums, a, i, b)[1]
+            judged_at = np.minimum(np.maximum(phi, own), phi_cap)  # as ``statistic``
+            out: list[tuple[float, float, Assessment | None]] = []
+            for j, tj, pj, qj in zip(
+                found, t.tolist(), phi.tolist(), judged_at.tolist(), strict=True
+            ):
+                if j.stop - j.start < _testable(m):
+                    out.append((tj, pj, Assessment(math.inf, math.nan)))  # as ``evidence``
+                else:
+                    out.append(tests.get((j.start, j.index, j.stop)) or (tj, qj, None))
+            return out
+
         def means(found: list[seeded.Judged]) -> tuple[FloatArray, FloatArray]:
             """Each point's means before and after it, the series' units (rows: the points)."""
             a, i, b = (
@@ -2926,7 +2979,7 @@ class _Practical:
             for j in kept
         ]
         last = list({j.index: j for j in dropped if j.index not in final}.values())
-        last_evidence = [evidence(j, False) for j in last]
+        last_evidence = evidences(last)
         last_means = means(last)
         made = as_points(kept, [evidence(j, True) for j in kept], *means(kept), phi_residual)
         # Started from the points kept, a search without the relative floor measures the noise
