@@ -131,7 +131,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, overload, runtime_checkable
+from typing import Any, Literal, Protocol, overload, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -159,6 +159,7 @@ __all__ = [
 ]
 
 FloatArray = NDArray[np.float64]
+_SplitIndex = int | NDArray[np.intp]  # one split's, or many splits' at once
 Fit = tuple[FloatArray, int]  # a description's residuals (n × columns) and parameter count
 _Indexed = Mapping[int, float] | FloatArray  # prefix sums: an array, or its values at some indices
 Method = Literal["fpa", "paper", "f"]
@@ -522,28 +523,38 @@ def _ratio(whole: float, within: float) -> float:
     return whole / within
 
 
+def _paper_terms(
+    sums: tuple[FloatArray, FloatArray, FloatArray], a: _SplitIndex, i: _SplitIndex, b: _SplitIndex
+) -> tuple[Any, Any, Any]:
+    """The paper's sums of squares about [a, b)'s mean (whole) and about each part's at ``i``
+    (within), and the numerator of the segment's lag-1 autocorrelation under "no change", from
+    the prefix sums of one column: scalars for int indices, arrays for index arrays (the same
+    operations, so the same bits)."""
+    ps, ps2, lag = sums
+    length = b - a
+    total = ps[b, 0] - ps[a, 0]
+    mean = total / length
+    whole = ps2[b, 0] - ps2[a, 0] - total * mean
+    left = ps[i, 0] - ps[a, 0]
+    right = total - left
+    within = whole - (left * left / (i - a) + right * right / (b - i) - total * mean)
+    num = (
+        lag[b - 1, 0] - lag[a, 0]
+        - mean * ((ps[b - 1, 0] - ps[a, 0]) + (ps[b, 0] - ps[a + 1, 0]))
+        + (length - 1) * mean * mean
+    )  # fmt: skip
+    return whole, within, num
+
+
 def _paper_statistics_1d(
     sums: tuple[FloatArray, FloatArray, FloatArray],
     a: NDArray[np.intp],
     i: NDArray[np.intp],
     b: NDArray[np.intp],
 ) -> tuple[FloatArray, FloatArray]:
-    """The paper's T at each ``i`` of [a, b) and the segment's lag-1 autocorrelation under "no
-    change", from the prefix sums of one column: ``_Practical.run``'s ``paper_statistic_1d``
-    on arrays, operation for operation (so the same bits)."""
-    ps, ps2, lag = (s[:, 0] for s in sums)
-    length = b - a
-    total = ps[b] - ps[a]
-    mean = total / length
-    whole = ps2[b] - ps2[a] - total * mean
-    left = ps[i] - ps[a]
-    right = total - left
-    within = whole - (left * left / (i - a) + right * right / (b - i) - total * mean)
-    num = (
-        lag[b - 1] - lag[a]
-        - mean * ((ps[b - 1] - ps[a]) + (ps[b] - ps[a + 1]))
-        + (length - 1) * mean * mean
-    )  # fmt: skip
+    """``_Practical.run``'s ``paper_statistic_1d`` at many splits at once: the paper's T at
+    each ``i`` of [a, b) and the segment's lag-1 autocorrelation under "no change"."""
+    whole, within, num = _paper_terms(sums, a, i, b)
     positive = whole > 0
     phi = np.where(positive, num / np.where(positive, whole, 1.0), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -2572,19 +2583,7 @@ class _Practical:
         ) -> tuple[float, float]:
             """:func:`paper_statistic` of one column: the same arithmetic on scalars, without
             numpy's per-call overhead (the pruning judges up to ~3 times per candidate)."""
-            ps, ps2, lag = sums
-            length = b - a
-            total = ps[b, 0] - ps[a, 0]
-            mean = total / length
-            whole = ps2[b, 0] - ps2[a, 0] - total * mean
-            left = ps[i, 0] - ps[a, 0]
-            right = total - left
-            within = whole - (left * left / (i - a) + right * right / (b - i) - total * mean)
-            num = (
-                lag[b - 1, 0] - lag[a, 0]
-                - mean * ((ps[b - 1, 0] - ps[a, 0]) + (ps[b, 0] - ps[a + 1, 0]))
-                + (length - 1) * mean * mean
-            )  # fmt: skip
+            whole, within, num = _paper_terms(sums, a, i, b)
             phi_null = float(num / whole) if whole > 0 else 0.0
             return _ratio(float(whole), float(within)), phi_null
 
