@@ -42,7 +42,7 @@ def octave_periods(x: FloatArray, min_period: int) -> list[tuple[int, int]]:
     out, lo = [], max(min_period, 2)
     while lo <= max_period:
         hi = min(2 * lo - 1, max_period)
-        found = robust._period_in_octave(x, sums, lo, hi, 0.3)
+        found = robust._period_in_octave(x, sums, lo, hi, 0.3, False)
         if found is not None:
             out.append((found, hi))
         lo *= 2
@@ -50,21 +50,21 @@ def octave_periods(x: FloatArray, min_period: int) -> list[tuple[int, int]]:
 
 
 def contrast(x: FloatArray, period: int, hi: int) -> float:
-    r = robust._cycle_residual(x, robust._SLOW_PERIODS * hi + 1)
+    r = robust._cycle_residual(x, robust._SLOW_PERIODS * hi + 1, False)
     acf = robust._autocorrelation(r, min(r.size - 1, 2 * period))
     return float(robust._contrast(acf, np.array([period]))[0])
 
 
 def explained(x: FloatArray, period: int) -> float:
     window = period if period % 2 else period + 1
-    detail = x - robust._running_median(x, window)
+    detail = x - robust.running_median(x, window)
     rest = detail - np.resize(robust.remove_cycle(x, period)[1], x.size)
     share = 1.0 - float(np.var(rest) / np.var(detail))
     return share - math.pi / 2 * period / x.size * (1.0 - share)
 
 
 def one_cycle(choose):  # type: ignore[no-untyped-def]
-    def without_cycle(x: FloatArray, min_size: int):  # type: ignore[no-untyped-def]
+    def without_cycle(x: FloatArray, min_size: int, first: object = None):  # type: ignore[no-untyped-def]
         found = [octave_periods(x[:, j], 2 * min_size) for j in range(x.shape[1])]
         picks = [choose(x[:, j], c) for j, c in enumerate(found) if c]
         if not picks:

@@ -129,10 +129,10 @@ class Tracer:
         real: dict[str, Any] = {name: value for (_, name), value in saved.items()}
         one_observation: list[tuple[int, int, int, bool]] = []
 
-        def describe(x: Any, practical: Any) -> Any:
+        def describe(x: Any, practical: Any, *rest: Any) -> Any:
             scale = "log" if practical.log_levels else "linear"
             tracer.descriptions.append(Description(scale, practical.min_size))
-            out = real["_describe"](x, practical)
+            out = real["_describe"](x, practical, *rest)
             record = tracer.descriptions[-1]
             record.accepted = sorted(p.index for p in out.accepted)
             record.kinks = sorted(k.index for k in out.bends)
@@ -367,7 +367,7 @@ def judged_in(run: Run, at: int, min_size: int) -> tuple[str, str]:
 # -- the counterfactuals: one gate off, the whole search again ---------------------------------
 
 
-def _no_cycle(x: Any, min_size: int) -> Any:
+def _no_cycle(x: Any, min_size: int, first: Any = None) -> Any:
     return x, (), np.zeros_like(x)
 
 
