@@ -808,7 +808,7 @@ def _median_in_place(a: FloatArray) -> float:
       (±4.5 of their standard errors) and selected among the values inside; counts check
       that the bracket holds them and that no value is NaN, else the whole array is
       partitioned. Where the quickselect is scalar (8 ms for a million values, 1.2 ms for
-      10⁵) this takes 3.2 and .44 ms, and it also serves a middle of many equal values,
+      10⁵) this takes 2.2 and .44 ms, and it also serves a middle of many equal values,
       which slows any quickselect down tenfold (30% zeros: 11 ms).
 
     Which is faster here is measured once (:func:`_quickselect_wins`). (A median of a million
