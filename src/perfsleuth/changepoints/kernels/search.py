@@ -1181,8 +1181,10 @@ def _on_its_scale(x: FloatArray, practical: _Practical, rounding: FloatArray) ->
     )
     # the first cycle of the values, looked for once: the scale's judge and their description
     first = robust_mod.detect_period(x[:, 0], min_period=2 * practical.min_size)
-    if _cycle_follows_level(x[:, 0], first, practical.min_size):
-        model = _describe(np.log(x), logs(floors))
+    follows = _cycle_follows_level(x[:, 0], first, practical.min_size)
+    log_first = _LOOK if follows is None else follows  # the log description's first cycle
+    if follows is not None:
+        model = _describe(np.log(x), logs(floors), log_first)
     else:
         model = _describe(x, floors, first)
     if model.scale == "linear" and _may_grow(x, model, floors.min_effect):
@@ -1197,7 +1199,7 @@ def _on_its_scale(x: FloatArray, practical: _Practical, rounding: FloatArray) ->
     ):
         return model
     return (
-        _describe(np.log(x), logs(practical))
+        _describe(np.log(x), logs(practical), log_first)
         if model.scale == "log"
         else _describe(x, practical, first)
     )
@@ -1418,12 +1420,12 @@ def _hidden_steps(y: FloatArray, accepted: list[ChangePoint], search: _Practical
     return found
 
 
-def _cycle_follows_level(x: FloatArray, first: int | None, min_size: int) -> bool:
-    """Whether a positive series with a cycle varies by a factor of its level rather than by
-    an amount: a latency's daily cycle of ±15% at every level is a common profile of its
-    logarithm only, and removed from the values it stays in their high stretches as noise
-    (the speed benchmark's series at 10⁴ readings, 10 shifts: recall .655, and .965 on the log
-    scale). Both of two classic diagnostics must say so:
+def _cycle_follows_level(x: FloatArray, first: int | None, min_size: int) -> int | None:
+    """The period of a positive series' cycle when the series varies by a factor of its level
+    rather than by an amount (else None): a latency's daily cycle of ±15% at every level is a
+    common profile of its logarithm only, and removed from the values it stays in their high
+    stretches as noise (the speed benchmark's series at 10⁴ readings, 10 shifts: recall .655,
+    and .965 on the log scale). Both of two classic diagnostics must say so:
 
     * Box–Cox: the cycle and noise (less the running median one period wide and the
       profile, :func:`robust_mod.cycle_noise`) are fitted better on the log scale (robust σ
@@ -1439,18 +1441,20 @@ def _cycle_follows_level(x: FloatArray, first: int | None, min_size: int) -> boo
     readings, 10 shifts: recall .31 → .715). A positive series with no cycle pays that second
     look (44 ms at 10⁵ readings, about .3 s at 10⁶).
 
-    ``first``: the period of the values' first cycle (:func:`_without_cycle`), or None."""
+    ``first``: the period of the values' first cycle (:func:`_without_cycle`), or None. The
+    period returned is the log description's first cycle: judged to follow the level, it is
+    a cycle of the logarithm, and not looked for again there (12 ms at 10⁵ readings)."""
     logs = np.log(x)
     period = first
     if period is None:
         period = robust_mod.detect_period(logs, min_period=2 * min_size)  # as _without_cycle
     if period is None:
-        return False
+        return None
     own, logged = robust_mod.cycle_noise(x, period), robust_mod.cycle_noise(logs, period)
     if not logged * math.exp(float(logs.mean())) < own:
-        return False
+        return None
     slope, se = robust_mod.spread_level_slope(x, period)
-    return bool(slope - 2.0 * se >= 0.5)
+    return period if slope - 2.0 * se >= 0.5 else None
 
 
 def _may_grow(x: FloatArray, model: _Description, min_effect: float) -> bool:
