@@ -2751,6 +2751,14 @@ class _Practical:
 
             return test
 
+        def pruned(
+            found: list[int], sigma: FloatArray
+        ) -> tuple[list[seeded.Judged], list[seeded.Judged]]:
+            """``found`` pruned with this round's noise, sums and tests (``sigma``: the effect
+            floor's σ about them)."""
+            verdict = judge(z, sums, tests, sigma, found, independent)
+            return seeded.prune(found, n, verdict, significant(sums, tests))
+
         # The noise is first measured at short range (first differences, which a shift touches
         # once), the points judged, then its long-run scale measured on the residuals about
         # them, until the points settle: every point is judged against noise without the
@@ -2836,12 +2844,7 @@ class _Practical:
                 if key not in residual_scales:  # the rounds often prune the same points
                     residual_scales[key] = _residual_scale(centred, [0, *found, n])
                 sigma = residual_scales[key]
-                kept, gone = seeded.prune(
-                    found,
-                    n,
-                    judge(z, sums, tests, sigma, found, independent),
-                    significant(sums, tests),
-                )
+                kept, gone = pruned(found, sigma)
                 dropped += gone
                 burst = (
                     _transients(
@@ -2860,12 +2863,7 @@ class _Practical:
                     # judged again without them: their neighbours' segments now span the burst
                     dropped += [k for k in kept if k.index in burst]
                     found = [k.index for k in kept if k.index not in burst]
-                    kept, gone = seeded.prune(
-                        found,
-                        n,
-                        judge(z, sums, tests, sigma, found, independent),
-                        significant(sums, tests),
-                    )
+                    kept, gone = pruned(found, sigma)
                     dropped += gone
                 # A point that is its segment's one outsized move is where its change is, to
                 # the observation: the re-placing is for seeded splits a few observations off,
