@@ -339,6 +339,28 @@ def test_two_dimensional_size_is_not_inflated() -> None:
     assert hits / SIZE_SERIES <= SIZE_BAND[1]
 
 
+def test_a_jump_two_random_walks_share_is_found_jointly() -> None:
+    # share prices: the joint test, at their segment's φ near 1, found the shared jump in 2 of
+    # these 10 pairs; each column's lone jump (at α / 2) finds it in all
+    found = []
+    for seed in range(10):
+        walks = np.cumsum(np.random.default_rng(seed).standard_normal((100, 2)), axis=0)
+        walks[30:] += 20.0
+        found.append(find_change_points(walks).indices)
+    assert found == [(30,)] * 10
+
+
+def test_lone_jumps_of_several_columns_keep_the_size() -> None:
+    # Student-t(3) random walks with no change: .06 of pairs had a point before the columns'
+    # lone jumps counted, .065 after (benchmarks/changepoints_joint_jumps.py, 200 pairs)
+    rng = np.random.default_rng(31)
+    hits = sum(
+        bool(find_change_points(np.cumsum(rng.standard_t(3, (100, 2)), axis=0)).indices)
+        for _ in range(200)
+    )
+    assert hits / 200 <= 0.10
+
+
 # -- properties ----------------------------------------------------------------------------------
 
 series = arrays(
