@@ -164,6 +164,7 @@ Fit = tuple[FloatArray, int]  # a description's residuals (n × columns) and par
 _Indexed = Mapping[int, float] | FloatArray  # prefix sums: an array, or its values at some indices
 Method = Literal["fpa", "paper", "f"]
 AlphaSpending = Literal["length", "none"]
+Missing = Literal["error", "skip"]
 
 _TIE = 1e-9  # relative tolerance under which two splits count as equally good
 
@@ -481,8 +482,9 @@ _TESTS: dict[str, SignificanceTest] = {"fpa": FPATest(), "paper": PaperTest(), "
 # --------------------------------------------------------------------------------------------
 
 
-def _as_columns(values: ArrayLike, what: str = "values") -> FloatArray:
-    """Validated float64 array of shape (n, k): 1-D input becomes one column."""
+def _as_columns(values: ArrayLike, what: str = "values", allow_nan: bool = False) -> FloatArray:
+    """Validated float64 array of shape (n, k): 1-D input becomes one column. ``allow_nan``:
+    NaN (a missing reading) passes; ±inf never does."""
     try:
         x = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -494,11 +496,16 @@ def _as_columns(values: ArrayLike, what: str = "values") -> FloatArray:
     if x.shape[1] == 0:
         raise DataError(f"{what} has no columns")
     bad = ~np.isfinite(x)
+    if allow_nan:
+        bad &= ~np.isnan(x)
     if bad.any():
         row, col = (int(v) for v in np.argwhere(bad)[0])
         kind = "NaN" if math.isnan(x[row, col]) else "an infinite value"
         where = f"index {row}" if x.shape[1] == 1 else f"row {row}, column {col}"
-        raise DataError(f"{what} contain {kind} at {where}; drop or fill missing values first")
+        hint = " (or pass missing='skip')" if kind == "NaN" and what == "values" else ""
+        raise DataError(
+            f"{what} contain {kind} at {where}; drop or fill missing values first{hint}"
+        )
     return x
 
 
@@ -901,6 +908,7 @@ def find_change_points(
     min_effect: float = DEFAULT_MIN_EFFECT,
     min_relative_change: float | None = None,
     penalty: float = DEFAULT_PENALTY,
+    missing: Missing = "error",
 ) -> ChangePoints:
     """Change points in the mean of a series (or of several series jointly).
 
@@ -914,8 +922,8 @@ def find_change_points(
     Parameters
     ----------
     values
-        1-D series, or 2-D (n × k) for k metrics sharing their change points. NaN or inf raise
-        :class:`~perfsleuth.errors.DataError`.
+        1-D series, or 2-D (n × k) for k metrics sharing their change points. NaN (unless
+        ``missing="skip"``) or inf raise :class:`~perfsleuth.errors.DataError`.
     alpha
         False-positive rate of the whole search (with ``alpha_spending="length"``) or of each
         test (``"none"``).
@@ -948,6 +956,13 @@ def find_change_points(
         that noise alone reaches among the n/m places of a change that long), more when the
         noise is so persistent that few of the n observations are independent; 0 turns the
         parsimony penalty off.
+    missing
+        ``"error"`` (default): a NaN raises :class:`~perfsleuth.errors.DataError`, naming its
+        index. ``"skip"``: rows with a NaN in any column are missing readings, left out of the
+        search; every index of the result (points, segments, spikes, spike runs) is still a
+        position in ``values``, a point at the first observed reading of its new segment, a
+        missing reading belonging to the segment after it; ``fitted`` is NaN at missing rows;
+        ``trend`` and ``periods`` count observed readings. The CLI's ``--missing drop``.
 
     Returns
     -------
@@ -988,7 +1003,11 @@ def find_change_points(
             "pass alpha=0.05 and alpha_spending='none'"
         )
 
-    raw = _as_columns(values)
+    if missing not in ("error", "skip"):
+        raise ValueError(f"missing must be 'error' or 'skip', got {missing!r}")
+    table = _as_columns(values, allow_nan=missing == "skip")
+    seen = np.flatnonzero(~np.isnan(table).any(axis=1))  # the rows with every column read
+    raw = table if seen.size == table.shape[0] else table[seen]
     n, dims = raw.shape
     size = _auto_min_size(n) if min_size is None else int(min_size)
     if min_relative_change is None:
@@ -1066,7 +1085,7 @@ def find_change_points(
         len(rejected) + len(dropped),
         time.perf_counter() - started,
     )
-    return ChangePoints(
+    found = ChangePoints(
         indices=tuple(p.index for p in points),
         points=points,
         segments=segments,
@@ -1093,9 +1112,47 @@ def find_change_points(
         spike_runs=spike_runs,
         scale=model.scale,
     )
+    return found if raw is table else _on_all_rows(found, seen, table.shape[0])
 
 
 Scale = Literal["linear", "log"]
+
+
+def _on_all_rows(found: ChangePoints, rows: NDArray[np.intp], n: int) -> ChangePoints:
+    """``found``, a search of the observed ``rows`` of ``n`` (``missing="skip"``), with its
+    positions among all ``n``: a boundary at the first observed row after it (the ends at 0 and
+    ``n``, so the segments still tile every row), a reading at its own row."""
+    m = rows.size
+
+    def at(s: int) -> int:
+        return 0 if s <= 0 else n if s >= m else int(rows[s])
+
+    def placed(p: ChangePoint) -> ChangePoint:
+        return dataclasses.replace(p, index=at(p.index), start=at(p.start), stop=at(p.stop))
+
+    points = tuple(placed(p) for p in found.points)
+    fitted = None
+    if found.fitted is not None:
+        fitted = np.full((n, found.dims), np.nan)
+        fitted[rows] = found.fitted
+    return dataclasses.replace(
+        found,
+        indices=tuple(p.index for p in points),
+        points=points,
+        segments=tuple(
+            dataclasses.replace(s, start=at(s.start), stop=at(s.stop)) for s in found.segments
+        ),
+        rejected=tuple(placed(p) for p in found.rejected),
+        n=n,
+        spikes=tuple(int(rows[i]) for i in found.spikes),
+        spike_runs=tuple(
+            dataclasses.replace(
+                r, start=int(rows[r.start]), stop=at(r.stop), index=int(rows[r.index])
+            )
+            for r in found.spike_runs
+        ),
+        fitted=fitted,
+    )
 
 
 @dataclass(frozen=True, slots=True)
