@@ -41,6 +41,7 @@ Kinks are searched on one-column series only.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -134,31 +135,30 @@ def best_kink(y: FloatArray, side: int) -> _Scan | None:
     """The hinge that most reduces the residual sum of squares about ``y``'s straight line,
     with at least ``side`` readings either side of the vertex; O(n) by suffix sums."""
     n = y.size
-    positions = np.arange(side, n - side)
-    if positions.size == 0:
+    if n - 2 * side <= 0:
         return None
     t = np.arange(n, dtype=np.float64)
     tc = t - t.mean()
     stt = float(tc @ tc)
     slope = float(tc @ y) / stt
     residual = y - y.mean() - slope * tc
-    k = t
-    numerator = _suffix(t * residual) - k * _suffix(residual)
-    after = n - 1 - k  # hinge values 1 … after
+    numerator = _suffix(t * residual) - t * _suffix(residual)
+    # |hinge less its projection on the line|² at each vertex k, in closed form: its `after`
+    # values 1 … a (a = n − 1 − k) sum to a(a + 1)/2, their squares to that times (2a + 1)/3,
+    # and their products with t − t̄ = k + j − t̄ to (k − t̄) Σh + Σh²
+    after = n - 1 - t
     sum_h = after * (after + 1) / 2
-    sum_hh = after * (after + 1) * (2 * after + 1) / 6
-    # sums over t > k of t and t² in closed form
-    above_t = (n - 1) * n / 2 - k * (k + 1) / 2
-    above_tt = ((n - 1) * n * (2 * n - 1) - k * (k + 1) * (2 * k + 1)) / 6
-    sum_htc = above_tt - k * above_t - t.mean() * sum_h
-    denominator = sum_hh - sum_h**2 / n - sum_htc**2 / stt
-    # near the ends of a long series the three terms (each ~ n³) cancel to a hinge's few
-    # readings, below their rounding error: such a kink cannot be measured
-    measured = denominator[positions] > _CANCELLATION * float(denominator.max())
-    gain = np.where(measured, numerator[positions], 0.0) ** 2 / np.where(
-        measured, denominator[positions], 1.0
-    )
-    j = int(positions[np.argmax(gain)])
+    sum_hh = sum_h * (2 * after + 1) / 3
+    sum_htc = tc * sum_h + sum_hh
+    denominator = sum_hh - sum_h * sum_h / n - sum_htc * sum_htc / stt
+    # near the series' start a hinge is almost the line itself, and the terms (each ~ n³)
+    # cancel to below their rounding error: such a kink cannot be measured
+    inside = slice(side, n - side)
+    measured = denominator[inside] > _CANCELLATION * float(denominator.max())
+    gain = np.zeros(n - 2 * side)
+    top = numerator[inside]
+    np.divide(top * top, denominator[inside], out=gain, where=measured)
+    j = side + int(np.argmax(gain))
     h = np.maximum(t - j, 0.0)
     lean = float(tc @ h) / stt
     hinge = h - h.mean() - lean * tc
@@ -168,12 +168,15 @@ def best_kink(y: FloatArray, side: int) -> _Scan | None:
 Table = tuple[tuple[float, ...], ...]  # critical z², rows TABLE_N, columns TABLE_P
 
 
+@functools.lru_cache(maxsize=1024)  # a search asks again at every segment length it judges
 def _row(length: int, table: Table) -> FloatArray:
     """log z² at each of :data:`TABLE_P` for ``length``: linear in log n between the grid's
-    lengths, the end rows beyond them."""
+    lengths, the end rows beyond them (read-only: it is shared)."""
     logs = np.log(np.asarray(table))
     ln = min(max(math.log(length), math.log(TABLE_N[0])), math.log(TABLE_N[-1]))
-    return np.array([np.interp(ln, np.log(TABLE_N), logs[:, j]) for j in range(len(TABLE_P))])
+    row = np.array([np.interp(ln, np.log(TABLE_N), logs[:, j]) for j in range(len(TABLE_P))])
+    row.flags.writeable = False
+    return row
 
 
 def critical_z2(length: int, alpha: float, table: Table = TABLE_Z2) -> float:
