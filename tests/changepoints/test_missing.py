@@ -1,4 +1,4 @@
-"""Missing readings (NaN) in ``find_change_points``: an error by default, skipped on request
+"""Missing readings (NaN) in ``find_change_points``: an error by default, dropped on request
 with every position still one of the input's."""
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ def _with_gaps(seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
 
 def test_a_nan_is_an_error_naming_its_index_and_the_way_out() -> None:
     x, _ = _with_gaps()
-    with pytest.raises(DataError, match=r"NaN at index 0; .*missing='skip'"):
+    with pytest.raises(DataError, match=r"NaN at index 0; .*missing='drop'"):
         find_change_points(x)
 
 
-def test_skipped_readings_leave_every_position_one_of_the_inputs() -> None:
+def test_dropped_readings_leave_every_position_one_of_the_inputs() -> None:
     x, gaps = _with_gaps()
     rows = np.setdiff1d(np.arange(x.size), gaps)
-    found = find_change_points(x, missing="skip")
+    found = find_change_points(x, missing="drop")
     alone = find_change_points(x[rows])  # the search of the observed readings
     # the shift starts at 100, which is missing like 101: its point is the first reading seen
     assert alone.indices == (96,) and found.indices == (102,) == (rows[96],)
@@ -42,22 +42,22 @@ def test_skipped_readings_leave_every_position_one_of_the_inputs() -> None:
     assert found.points[0].mean_after == alone.points[0].mean_after
 
 
-def test_skipping_several_columns_and_the_papers_search() -> None:
+def test_dropping_rows_of_several_columns_and_the_papers_search() -> None:
     x, _ = _with_gaps()
     both = np.column_stack([x, np.r_[np.zeros(100), np.ones(100)] + np.arange(200) % 2])
-    assert find_change_points(both, missing="skip").indices == (102,)
-    assert find_change_points(x, missing="skip", robust=False).indices == (102,)
+    assert find_change_points(both, missing="drop").indices == (102,)
+    assert find_change_points(x, missing="drop", robust=False).indices == (102,)
 
 
-def test_skip_is_only_for_nan() -> None:
+def test_drop_is_only_for_nan() -> None:
     x, _ = _with_gaps()
     x[5] = np.inf
     with pytest.raises(DataError, match="infinite value at index 5"):
-        find_change_points(x, missing="skip")
+        find_change_points(x, missing="drop")
     with pytest.raises(ValueError, match="missing must be"):
-        find_change_points([1.0, 2.0], missing="drop")  # type: ignore[arg-type]
+        find_change_points([1.0, 2.0], missing="skip")  # type: ignore[arg-type]
 
 
 def test_nothing_observed_is_no_change() -> None:
-    found = find_change_points([np.nan] * 5, missing="skip")
+    found = find_change_points([np.nan] * 5, missing="drop")
     assert found.indices == () and found.n == 5 and found.segments == ()

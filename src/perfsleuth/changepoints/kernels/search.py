@@ -164,7 +164,7 @@ Fit = tuple[FloatArray, int]  # a description's residuals (n × columns) and par
 _Indexed = Mapping[int, float] | FloatArray  # prefix sums: an array, or its values at some indices
 Method = Literal["fpa", "paper", "f"]
 AlphaSpending = Literal["length", "none"]
-Missing = Literal["error", "skip"]
+Missing = Literal["error", "drop"]
 
 _TIE = 1e-9  # relative tolerance under which two splits count as equally good
 
@@ -502,7 +502,7 @@ def _as_columns(values: ArrayLike, what: str = "values", allow_nan: bool = False
         row, col = (int(v) for v in np.argwhere(bad)[0])
         kind = "NaN" if math.isnan(x[row, col]) else "an infinite value"
         where = f"index {row}" if x.shape[1] == 1 else f"row {row}, column {col}"
-        hint = " (or pass missing='skip')" if kind == "NaN" and what == "values" else ""
+        hint = " (or pass missing='drop')" if kind == "NaN" and what == "values" else ""
         raise DataError(
             f"{what} contain {kind} at {where}; drop or fill missing values first{hint}"
         )
@@ -923,7 +923,7 @@ def find_change_points(
     ----------
     values
         1-D series, or 2-D (n × k) for k metrics sharing their change points. NaN (unless
-        ``missing="skip"``) or inf raise :class:`~perfsleuth.errors.DataError`.
+        ``missing="drop"``) or inf raise :class:`~perfsleuth.errors.DataError`.
     alpha
         False-positive rate of the whole search (with ``alpha_spending="length"``) or of each
         test (``"none"``).
@@ -958,7 +958,7 @@ def find_change_points(
         parsimony penalty off.
     missing
         ``"error"`` (default): a NaN raises :class:`~perfsleuth.errors.DataError`, naming its
-        index. ``"skip"``: rows with a NaN in any column are missing readings, left out of the
+        index. ``"drop"``: rows with a NaN in any column are missing readings, left out of the
         search; every index of the result (points, segments, spikes, spike runs) is still a
         position in ``values``, a point at the first observed reading of its new segment, a
         missing reading belonging to the segment after it; ``fitted`` is NaN at missing rows;
@@ -1003,9 +1003,9 @@ def find_change_points(
             "pass alpha=0.05 and alpha_spending='none'"
         )
 
-    if missing not in ("error", "skip"):
-        raise ValueError(f"missing must be 'error' or 'skip', got {missing!r}")
-    table = _as_columns(values, allow_nan=missing == "skip")
+    if missing not in ("error", "drop"):
+        raise ValueError(f"missing must be 'error' or 'drop', got {missing!r}")
+    table = _as_columns(values, allow_nan=missing == "drop")
     seen = np.flatnonzero(~np.isnan(table).any(axis=1))  # the rows with every column read
     raw = table if seen.size == table.shape[0] else table[seen]
     n, dims = raw.shape
@@ -1119,7 +1119,7 @@ Scale = Literal["linear", "log"]
 
 
 def _on_all_rows(found: ChangePoints, rows: NDArray[np.intp], n: int) -> ChangePoints:
-    """``found``, a search of the observed ``rows`` of ``n`` (``missing="skip"``), with its
+    """``found``, a search of the observed ``rows`` of ``n`` (``missing="drop"``), with its
     positions among all ``n``: a boundary at the first observed row after it (the ends at 0 and
     ``n``, so the segments still tile every row), a reading at its own row."""
     m = rows.size
