@@ -3,8 +3,12 @@ with every position still one of the input's."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfsleuth.changepoints.kernels.search import find_change_points
 from perfsleuth.errors import DataError
@@ -61,3 +65,22 @@ def test_drop_is_only_for_nan() -> None:
 def test_nothing_observed_is_no_change() -> None:
     found = find_change_points([np.nan] * 5, missing="drop")
     assert found.indices == () and found.n == 5 and found.segments == ()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(-1e3, 1e3), min_size=0, max_size=60),
+    st.lists(st.booleans(), min_size=60, max_size=60),
+)
+def test_dropped_rows_map_every_position_back(values: list[float], gap: list[bool]) -> None:
+    x = np.array(values, dtype=float)
+    x[np.array(gap[: x.size], dtype=bool)] = np.nan
+    rows = np.flatnonzero(~np.isnan(x))
+    found = find_change_points(x, missing="drop")
+    alone = find_change_points(x[rows])
+    assert found.n == x.size
+    assert found.indices == tuple(int(rows[i]) for i in alone.indices)
+    assert found.spikes == tuple(int(rows[i]) for i in alone.spikes)
+    if found.segments:  # they tile every row, missing ones included
+        assert found.segments[0].start == 0 and found.segments[-1].stop == x.size
+        assert all(a.stop == b.start for a, b in itertools.pairwise(found.segments))

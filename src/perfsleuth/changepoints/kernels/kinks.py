@@ -151,8 +151,9 @@ def best_kink(y: FloatArray, side: int) -> _Scan | None:
     sum_hh = sum_h * (2 * after + 1) / 3
     sum_htc = tc * sum_h + sum_hh
     denominator = sum_hh - sum_h * sum_h / n - sum_htc * sum_htc / stt
-    # near the series' start a hinge is almost the line itself, and the terms (each ~ n³)
-    # cancel to below their rounding error: such a kink cannot be measured
+    # under a billionth of the largest, a kink is not measured: near the start the hinge is
+    # almost the line itself (the terms, each ~ n³, cancel to their rounding error), near the
+    # end of a long series it spans a few readings
     inside = slice(side, n - side)
     measured = denominator[inside] > _CANCELLATION * float(denominator.max())
     gain = np.zeros(n - 2 * side)
