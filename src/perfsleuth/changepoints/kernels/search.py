@@ -319,10 +319,10 @@ class ChangePoints:
     them) and ``spike_runs`` the same spikes grouped into runs, largest first, ``trend`` the
     removed slope per observation (per column; 0 when none).
     ``fitted`` (n × dims) is the model in the series' units: segment levels plus trend plus
-    cycle. ``scale`` is the scale of that model: ``"linear"``, or ``"log"`` when a positive
-    one-column series with a trend is better described on the logarithm of its values (a
-    growth by a rate: levels are relative, ``trend`` is then the growth rate per reading,
-    e^slope − 1, and the cycle multiplies).
+    cycle (NaN at the rows ``missing="drop"`` left out). ``scale`` is the scale of that model:
+    ``"linear"``, or ``"log"`` when a positive one-column series with a trend is better
+    described on the logarithm of its values (a growth by a rate: levels are relative,
+    ``trend`` is then the growth rate per reading, e^slope − 1, and the cycle multiplies).
     """
 
     indices: tuple[int, ...]
