@@ -7,7 +7,8 @@ taken inside it (fresh large arrays cost a fault per 4 kB page: the first speed 
 a sixth of a 10⁶ search in them). Kernels called inside another are counted in both.
 
 Run: .venv/bin/python benchmarks/changepoints_profile.py [--size N] [--shifts K]
-Report the load average (``uptime``) with the numbers.
+(another source tree: ``PYTHONPATH=<its src>`` in front). Report the load average (``uptime``)
+with the numbers.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from changepoints import real_shaped  # noqa: E402
-from perfsleuth.changepoints.kernels import search, seeded  # noqa: E402
+from perfsleuth.changepoints.kernels import kinks, search, seeded  # noqa: E402
 from perfsleuth.stats import robust  # noqa: E402
 
 KERNELS: list[tuple[ModuleType, str]] = [
@@ -48,6 +49,9 @@ KERNELS: list[tuple[ModuleType, str]] = [
     (search, "_significant_slopes"),
     (search, "_without_cycle"),
     (search, "_spikes"),
+    (search, "_with_kinks"),
+    (kinks, "judge"),
+    (kinks, "best_kink"),
 ]
 
 seconds: collections.Counter[str] = collections.Counter()
