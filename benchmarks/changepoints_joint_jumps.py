@@ -32,6 +32,10 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from changepoints_innovations import ar1  # noqa: E402
+
 NULLS = ("gaussian", "ar1-.5", "ar1-.9", "walk", "walk-t3", "correlated")
 SIZES = (100, 300, 1000)
 PAIRS = (
@@ -41,15 +45,6 @@ PAIRS = (
     ("us_gnp_nominal", "us_gnp_real"),
     ("outbreak_measles_aachen", "outbreak_measles_leer"),
 )
-
-
-def ar1(n: int, phi: float, rng: np.random.Generator) -> np.ndarray:
-    e = rng.standard_normal(n)
-    x = np.empty(n)
-    x[0] = e[0] / np.sqrt(1 - phi * phi)
-    for t in range(1, n):
-        x[t] = phi * x[t - 1] + e[t]
-    return x
 
 
 def null_series(kind: str, n: int, dims: int, rng: np.random.Generator) -> np.ndarray:
@@ -80,7 +75,6 @@ def measure(reps: int) -> dict[str, object]:
                     for _ in range(reps)
                 )
                 nulls[f"{kind} n={n} d={dims}"] = hits / reps
-    sys.path.insert(0, str(HERE))
     import changepoints_accuracy as accuracy
 
     cases, _ = accuracy.corpus(accuracy.NAB_DEFAULT, accuracy.STRUCCHANGE_DEFAULT, ["short"])
