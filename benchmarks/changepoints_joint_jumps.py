@@ -34,8 +34,6 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from changepoints_innovations import ar1  # noqa: E402
-
 NULLS = ("gaussian", "ar1-.5", "ar1-.9", "walk", "walk-t3", "correlated")
 SIZES = (100, 300, 1000)
 PAIRS = (
@@ -48,6 +46,9 @@ PAIRS = (
 
 
 def null_series(kind: str, n: int, dims: int, rng: np.random.Generator) -> np.ndarray:
+    # imported here, once the worker's source tree leads sys.path: it imports perfsleuth
+    from changepoints_innovations import ar1
+
     if kind == "gaussian":
         return rng.standard_normal((n, dims))
     if kind.startswith("ar1"):
@@ -100,7 +101,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker is not None:
         sys.path.insert(0, args.worker)
-        print(json.dumps(measure(args.reps)))
+        result = measure(args.reps)
+        import perfsleuth
+
+        if not perfsleuth.__file__ or not perfsleuth.__file__.startswith(args.worker):
+            raise SystemExit(f"measured {perfsleuth.__file__}, not the tree {args.worker}")
+        print(json.dumps(result))
         return
     trees = [("now", str(HERE.parent / "src"))]
     if args.compare:
