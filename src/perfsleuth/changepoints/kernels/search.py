@@ -1006,8 +1006,11 @@ def find_change_points(
     if missing not in ("error", "drop"):
         raise ValueError(f"missing must be 'error' or 'drop', got {missing!r}")
     table = _as_columns(values, allow_nan=missing == "drop")
-    seen = np.flatnonzero(~np.isnan(table).any(axis=1))  # the rows with every column read
-    raw = table if seen.size == table.shape[0] else table[seen]
+    seen: NDArray[np.intp] | None = None  # the rows with every column read, where some are not
+    if missing == "drop":
+        rows = np.flatnonzero(~np.isnan(table).any(axis=1))
+        seen = rows if rows.size < table.shape[0] else None
+    raw = table if seen is None else table[seen]
     n, dims = raw.shape
     size = _auto_min_size(n) if min_size is None else int(min_size)
     if min_relative_change is None:
@@ -1112,7 +1115,7 @@ def find_change_points(
         spike_runs=spike_runs,
         scale=model.scale,
     )
-    return found if raw is table else _on_all_rows(found, seen, table.shape[0])
+    return found if seen is None else _on_all_rows(found, seen, table.shape[0])
 
 
 Scale = Literal["linear", "log"]
