@@ -14,9 +14,14 @@ Seeded per (n, replicate), so two versions of ``src`` see the same series
 split, the series' lag-1 autocorrelation as the estimated φ, α = .05, min_size as the defaults
 choose), for n 12–30: what the search's other gates leave of it.
 
+``--at F`` puts the step at F·n instead of .4 n, ``--steps`` sets its sizes (marginal σ), and
+``--back G`` undoes it at G·n (a drop and a recovery, an incident's shape): a series counts
+only when a point lies near each edge.
+
 Run: ``.venv/bin/python benchmarks/changepoints_short_noise.py [--reps 200] [--test-size]
-[--sizes 36,45,54] [--peer]`` (``--sizes``: other lengths, the same seeding; ``--peer``: the
-same tables for binary segmentation with its default penalty, the issue's bar)
+[--sizes 36,45,54] [--peer] [--at .4] [--steps 2,3,4] [--back G]`` (``--sizes``: other
+lengths, the same seeding; ``--peer``: the same tables for binary segmentation with its
+default penalty, the issue's bar)
 """
 
 from __future__ import annotations
@@ -95,7 +100,11 @@ def main() -> None:
     parser.add_argument(
         "--peer", action="store_true", help="binary segmentation's default instead, for scale"
     )
+    parser.add_argument("--at", type=float, default=0.4, help="the step at this share of n")
+    parser.add_argument("--steps", help="S,S,...: step sizes in marginal σ (default 2,3,4)")
+    parser.add_argument("--back", type=float, help="the step undone at this share of n")
     args = parser.parse_args()
+    steps = tuple(float(v) for v in args.steps.split(",")) if args.steps else STEPS
     reps = args.reps
     sizes = tuple(int(v) for v in args.sizes.split(",")) if args.sizes else SIZES
     detect = _binseg_default if args.peer else _defaults
@@ -111,23 +120,28 @@ def main() -> None:
             hits = sum(bool(detect(noise(1000 * n + s, n, phi))) for s in range(reps))
             cells.append(f"{hits / reps:.3f}")
         print(f"| {n} | " + " | ".join(cells) + " |")
+    shape = f"at {args.at:g} n" + ("" if args.back is None else f", undone at {args.back:g} n")
     print(
-        f"\nshare of {reps} series with a point near the step (at 0.4 n; within 5, 1 under n = 30)"
+        f"\nshare of {reps} series with a point near each edge of the step ({shape}; within 5,"
+        " 1 under n = 30)"
     )
-    header = [f"φ = {p:g}, {s:g} σ" for p in STEP_PHIS for s in STEPS]
+    header = [f"φ = {p:g}, {s:g} σ" for p in STEP_PHIS for s in steps]
     print("| n | " + " | ".join(header) + " |")
     print("|---" * (len(header) + 1) + "|")
     for n in sizes:
-        at = int(0.4 * n)
+        at = int(args.at * n)
+        back = n if args.back is None else int(args.back * n)
+        edges = [at] if back >= n else [at, back]
         near = 5 if n >= 30 else 1
         cells = []
         for phi in STEP_PHIS:
-            for step in STEPS:
+            for step in steps:
                 hits = 0
                 for s in range(reps):
                     x = noise(7000 * n + s, n, phi)
-                    x[at:] += step
-                    hits += any(abs(i - at) <= near for i in detect(x))
+                    x[at:back] += step
+                    found = detect(x)
+                    hits += all(any(abs(i - e) <= near for i in found) for e in edges)
                 cells.append(f"{hits / reps:.2f}")
         print(f"| {n} | " + " | ".join(cells) + " |")
 
