@@ -513,11 +513,18 @@ def _difference_phi(
     s = pair_stride(d.size + 1)
     first, second = d[: d.size - 1 : s], d[1::s]
     work = np.empty((2, first.size)) if scratch is None else scratch[:, : first.size]
+    rho = _pair_correlation(first, second, work)
+    return min(max(1.0 + 2.0 * (0.0 if math.isnan(rho) else rho), 0.0), 0.99)
+
+
+def _pair_correlation(first: FloatArray, second: FloatArray, work: FloatArray) -> float:
+    """Gnanadesikan & Kettenring's correlation of paired values, ``(s₊² − s₋²) / (s₊² +
+    s₋²)`` with :func:`_pair_scales` of their sums and differences (``work``: a 2 × pairs
+    scratch array); NaN when both scales are 0."""
     sums = np.add(second, first, out=work[0])
     differences = np.subtract(second, first, out=work[1])
     plus, minus = (v * v for v in _pair_scales(sums, differences))
-    rho = (plus - minus) / (plus + minus) if plus + minus > 0 else 0.0
-    return min(max(1.0 + 2.0 * rho, 0.0), 0.99)
+    return (plus - minus) / (plus + minus) if plus + minus > 0 else math.nan
 
 
 _LATTICE_TIES = 0.05  # share of deviations exactly at the MAD from which it is a lattice value
@@ -585,7 +592,8 @@ def long_run_noise(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
       (dropping it there too, straight lines in AR(1) noise of φ = .3 got a level point in
       .27 of 120 readings, against .195). φ is then capped at a correlation length
       ``1/(1 − φ)`` of :func:`_memory_cap`: a longer memory cannot be told from level
-      shifts within the series.
+      shifts within the series, and at :func:`_residual_phi_bound`, an upper bound from the
+      noise's own lag-1 correlation, where that is the sharper estimate.
     * :func:`block_scale` over blocks of 2, 4, … up to ``max_block`` observations (default
       ``min(n/16, 2√n)``): the dependence at longer range that real series have (M/M/1
       response times at ρ = .8: lag-1 autocorrelation .96, lag 50 still .27), which the AR(1)
@@ -630,12 +638,12 @@ _RHO_BOUND_SE = 2.0  # standard errors above it that bound φ from the differenc
 
 
 def _residual_phi_bound(x: FloatArray) -> tuple[float, float]:
-    """(An upper confidence bound on the AR(1) φ of ``x`` from its own lag-1 correlation, the
-    correlation's standard error), where
-    ``x`` is noise about a fitted level: ρ robustly (Gnanadesikan–Kettenring, MAD scales of
-    x_t ± x_t+1, as :func:`difference_phi` does for the differences), its small-sample bias
-    (1 + 3ρ)/n added back and two standard errors of 1.65 √((1 − ρ²)/n) each (1.3–1.7 on
-    AR(1) noise of 120–1,000 readings, φ 0–.9). 1 for fewer than 20 readings: no bound.
+    """(An upper confidence bound on the AR(1) φ of ``x``, noise about a fitted level, from
+    its own lag-1 correlation ρ; the standard error of ρ). ρ is robust (:func:`_pair_correlation`
+    of x_t and x_t+1, as :func:`difference_phi` takes it of the differences), on m pairs (all,
+    or every s-th of a long series); its small-sample bias (1 + 3ρ)/m is added back, and two
+    standard errors of 1.65 √((1 − ρ²)/m) each (1.3–1.7 on AR(1) noise of 120–1,000
+    readings, φ 0–.9). (1, ∞) under 20 readings: no bound.
 
     The differences' φ is unbiased but its error hardly shrinks as φ nears 1 (≈ 2.6/√n:
     .17 at 300 readings), and the long-run scale multiplies it by (1 + φ)/(1 − φ): AR(1)
@@ -651,14 +659,10 @@ def _residual_phi_bound(x: FloatArray) -> tuple[float, float]:
     if n < _FEWEST_BOUND_READINGS:
         return 1.0, math.inf
     s = max(1, (n - 1) // _BOUND_PAIRS)  # its error is then under .015 whatever n is
-    work = np.empty((2, (n - 1 + s - 1) // s))
     first, second = x[: n - 1 : s], x[1::s]
-    sums = np.add(second, first, out=work[0, : first.size])
-    differences = np.subtract(second, first, out=work[1, : first.size])
-    plus, minus = (v * v for v in _pair_scales(sums, differences))
-    if plus + minus <= 0.0:
+    rho = _pair_correlation(first, second, np.empty((2, first.size)))
+    if math.isnan(rho):
         return 1.0, math.inf
-    rho = (plus - minus) / (plus + minus)
     m = first.size
     se = _RHO_SE * math.sqrt(max(1.0 - rho * rho, 0.0) / m)
     return max(rho + (1.0 + 3.0 * max(rho, 0.0)) / m + _RHO_BOUND_SE * se, 0.0), se
