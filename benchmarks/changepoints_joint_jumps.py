@@ -24,8 +24,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import json  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -33,6 +31,8 @@ import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+import source_trees  # noqa: E402
 
 NULLS = ("gaussian", "ar1-.5", "ar1-.9", "walk", "walk-t3", "correlated")
 SIZES = (100, 300, 1000)
@@ -100,25 +100,10 @@ def main() -> None:
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
-        sys.path.insert(0, args.worker)
-        result = measure(args.reps)
-        import perfsleuth
-
-        if not perfsleuth.__file__ or not perfsleuth.__file__.startswith(args.worker):
-            raise SystemExit(f"measured {perfsleuth.__file__}, not the tree {args.worker}")
-        print(json.dumps(result))
+        source_trees.work(args.worker, lambda: measure(args.reps))
         return
-    trees = [("now", str(HERE.parent / "src"))]
-    if args.compare:
-        trees.insert(0, ("other", args.compare))
-    results = {}
-    for label, src in trees:
-        out = subprocess.run(
-            [sys.executable, __file__, "--worker", src, "--reps", str(args.reps)],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
-        results[label] = json.loads(out.stdout.strip().splitlines()[-1])
-    labels = [label for label, _ in trees]
+    results = source_trees.measured(__file__, args.compare, "--reps", str(args.reps))
+    labels = list(results)
     print(f"share of {args.reps} null series with a point ({' → '.join(labels)})")
     for key in results["now"]["nulls"]:
         print(f"  {key:24s} " + " → ".join(f"{results[k]['nulls'][key]:.3f}" for k in labels))
