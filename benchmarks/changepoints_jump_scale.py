@@ -25,7 +25,6 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
 
 import numpy as np  # noqa: E402
 import source_trees  # noqa: E402
@@ -103,15 +102,8 @@ def measure(reps: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compare", help="another source tree (its src directory)")
-    parser.add_argument("--reps", type=int, default=200)
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker is not None:
-        source_trees.work(args.worker, lambda: measure(args.reps))
-        return
-    results = source_trees.measured(__file__, args.compare, "--reps", str(args.reps))
+    args = source_trees.arguments(__doc__ or "")
+    results = source_trees.results(__file__, args, lambda: measure(args.reps))
     labels = list(results)
     print(f"share of {args.reps} series a cell: " + " | ".join(labels))
     print("| cell | " + " | ".join(labels) + " |")

@@ -8,6 +8,7 @@ and ``changepoints_jump_scale.py``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -41,3 +42,21 @@ def measured(script: str, other: str | None, *args: str) -> dict[str, Any]:
         )  # fmt: skip
         results[label] = json.loads(out.stdout.strip().splitlines()[-1])
     return results
+
+
+def arguments(doc: str) -> argparse.Namespace:
+    """A comparing benchmark's options: ``--compare SRC``, ``--reps R`` (200) and the
+    worker's own ``--worker TREE``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--compare", help="another source tree (its src directory)")
+    parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+def results(script: str, args: argparse.Namespace, measure: Callable[[], Any]) -> dict[str, Any]:
+    """In a worker, measure, print and exit; otherwise each tree's result (:func:`measured`)."""
+    if args.worker is not None:
+        work(args.worker, measure)
+        raise SystemExit(0)
+    return measured(script, args.compare, "--reps", str(args.reps))

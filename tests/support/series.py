@@ -21,3 +21,12 @@ def daily_with_shifts(
     level = np.concatenate([[0.0], np.cumsum(sizes)])[np.searchsorted(cuts, t, side="right")]
     e = lfilter([1.0], [1.0, -0.5], rng.standard_normal(n))
     return level + day * np.sin(2 * np.pi * t / 288) + e, [int(c) for c in cuts]
+
+
+def ar1_step(seed: int, n: int, phi: float, at: int, step: float) -> NDArray[np.float64]:
+    """``n`` readings of Gaussian AR(1) noise of unit marginal variance about 50, ``step``
+    higher from ``at`` on (negative: lower), seeded by (``seed``, ``n``)."""
+    e = np.random.default_rng([seed, n]).standard_normal(n)
+    x: NDArray[np.float64] = 50.0 + lfilter([1.0], [1.0, -phi], e) * np.sqrt(1.0 - phi * phi)
+    x[at:] += step
+    return x
