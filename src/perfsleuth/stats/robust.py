@@ -619,9 +619,10 @@ def long_run_noise(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
     if top < 2 and (phi < bar or bar >= cap):
         phi = 0.0  # no blocks: see docstring
     phi = min(phi, cap)
-    bound, error = _residual_phi_bound(x)
-    if error < _PHI_SE / math.sqrt(n // pair_stride(n)):  # sharper than the differences' φ
-        phi = min(phi, bound)
+    if phi > 0.0:  # (a bound cannot lower 0)
+        bound, error = _residual_phi_bound(x)
+        if error < _PHI_SE / math.sqrt(n // pair_stride(n)):  # sharper than the differences'
+            phi = min(phi, bound)
     v = (mad_scale or _difference_scale(d)) ** 2
     scale = math.sqrt(v * (1.0 + phi) / 2.0) / (1.0 - phi)
     block = 2

@@ -2805,9 +2805,6 @@ class _Practical:
                 a, i, b = judged.start, judged.index, judged.stop
                 t, _, outcome = tested(sums, tests, a, i, b)
                 level = self._level_alpha(b - a)
-                # the lone jump on the series' own moves: its bound needs no transform, and the
-                # transform's λ, fitted on all the values, reads a step as skew and squeezes it
-                # (a 6 σ step at a third of AR(1) noise of φ .9: found in .56 of series, .98 so)
                 return _rejects(outcome, t, level) or _lone_jump_in_a_column(
                     centred[a:b], i - a, level
                 )
@@ -3220,7 +3217,12 @@ def _lone_jump_in_a_column(segment: FloatArray, at: int, alpha: float) -> bool:
     union bound, so the level holds however the columns depend on each other. A joint test
     spreads a jump that some columns share over all of them, and tests it at the φ of their
     segment, near 1 for random walks (two airlines' share prices, each of which jumps on the
-    same day: each found alone at p .12–.18 by the test, by its jump; jointly, not at all)."""
+    same day: each found alone at p .12–.18 by the test, by its jump; jointly, not at all).
+
+    The search gives it the series' own moves (on its description's scale), not the
+    symmetrised ones: the bound needs no transform, and the transform's λ, fitted on all the
+    values, reads a step as skew and squeezes it (a 6 σ step at a third of AR(1) noise of
+    φ .9: found in .56 of series, .98 on the own moves; `changepoints_jump_scale.py`)."""
     columns = segment.shape[1]
     return any(_lone_jump(segment[:, j], at, alpha / columns) for j in range(columns))
 
