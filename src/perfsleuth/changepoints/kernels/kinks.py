@@ -297,13 +297,14 @@ def judge(
     resid = scan.residual - beta * scan.hinge
     fitted = y - resid
     variance, phi = long_run(resid, rounding_share(fitted, rounding))
-    if variance <= 0.0 or (memory and not memory_covered(y, resid)):
+    if variance <= 0.0:
         return None
     # residuals of float rounding are not noise (an exact line's made a kink every 5 readings)
     variance = max(variance, grid.float_sigma(float(np.max(np.abs(y)))) ** 2)
     z2 = scan.numerator**2 / scan.denominator / variance
     critical = critical_z2(n, alpha)
-    if z2 <= critical:
+    # the memory's blocks after the cheap gate: most windows' best kinks fail it
+    if z2 <= critical or (memory and not memory_covered(y, resid)):
         return None
     shorter = min(scan.k, n - 1 - scan.k)
     sigma = robust_mod.robust_scale(resid)
