@@ -925,6 +925,34 @@ def test_a_trend_found_by_the_first_start_is_not_searched_again_from_the_line(
     assert len(slopes) == 3 and line not in slopes
 
 
+def test_a_slope_is_searched_once_whatever_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two steps up on a trend in heavy-tailed AR(1) noise: a monotone staircase, so the trend
+    # also starts from the line, whose alternation returns to a slope the first start searched
+    # (from other points). That slope is not searched again: a start only saves rounds. Before,
+    # four searches of three slopes; the steps are found either way.
+    rng = np.random.default_rng(4)
+    n = 1000
+    x = lfilter([1.0], [1.0, -0.6], rng.standard_t(3, n) * 0.5)
+    sd = float(np.std(x))
+    x += 2.0 * sd * np.arange(n) / n
+    cuts = np.sort(rng.choice(np.arange(n // 5, 4 * n // 5), 2, replace=False))
+    for cut in cuts:
+        x[cut:] += rng.uniform(3.0, 6.0) * sd
+    slopes: list[bytes] = []
+    run = search._Practical.run
+
+    def counted(self, level, slope=None, previous=None):  # type: ignore[no-untyped-def]
+        if self.min_relative_change > 0:
+            slopes.append(np.zeros(1).tobytes() if slope is None else slope.tobytes())
+        return run(self, level, slope, previous)
+
+    monkeypatch.setattr(search._Practical, "run", counted)
+    found = find_change_points(x)
+    assert len(found.indices) == 2
+    assert all(abs(i - c) <= 3 for i, c in zip(found.indices, cuts, strict=True))
+    assert len(slopes) == len(set(slopes)) == 3
+
+
 def test_a_straight_line_in_persistent_noise_is_seldom_cut_into_steps() -> None:
     # A line rising 4 noise σ over 400 readings of AR(1) noise (φ .5 and .7) has no change
     # point. The trend's two starts (no slope, the line) are compared by BIC at the noise's
