@@ -52,7 +52,8 @@ TREND_PHIS = (0.0, 0.5, 0.8)
 
 
 def trend_shape(shape: str, n: int, phi: float, seed: int) -> npt.NDArray[np.float64]:
-    """One seeded series of a trend shape (``TREND_SHAPES``) in AR(1) noise of unit variance."""
+    """One seeded series of a trend shape (``TREND_SHAPES``) in AR(1) noise of unit stationary
+    variance (innovations × √(1 − φ²), started at 0)."""
     from scipy.signal import lfilter
 
     rng = np.random.default_rng([TREND_SHAPES.index(shape), n, round(10 * phi), seed])
