@@ -615,13 +615,14 @@ def long_run_noise(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
     mad_scale = _mad_scale_in_place(_copied(d, scratch[0]))
     phi = _difference_phi(d, mad_scale, scratch)
     cap = 1.0 - 1.0 / _memory_cap(n, top)
-    bar = _PHI_SHOWN_SE * _PHI_SE / math.sqrt(n // pair_stride(n))
+    phi_se = _PHI_SE / math.sqrt(n // pair_stride(n))  # the differences' φ's standard error
+    bar = _PHI_SHOWN_SE * phi_se
     if top < 2 and (phi < bar or bar >= cap):
         phi = 0.0  # no blocks: see docstring
     phi = min(phi, cap)
     if phi > 0.0:  # (a bound cannot lower 0)
         bound, error = _residual_phi_bound(x)
-        if error < _PHI_SE / math.sqrt(n // pair_stride(n)):  # sharper than the differences'
+        if error < phi_se:  # sharper than the differences'
             phi = min(phi, bound)
     v = (mad_scale or _difference_scale(d)) ** 2
     scale = math.sqrt(v * (1.0 + phi) / 2.0) / (1.0 - phi)
@@ -635,7 +636,7 @@ def long_run_noise(x: FloatArray, *, max_block: int | None = None) -> tuple[floa
 
 
 _RHO_SE = 1.65  # the robust lag-1 correlation's standard error, in units of √((1 − ρ²)/n)
-_RHO_BOUND_SE = 2.0  # standard errors above it that bound φ from the differences
+_RHO_BOUND_SE = 2.0  # standard errors added to the robust ρ for its upper bound on φ
 
 
 def _residual_phi_bound(x: FloatArray) -> tuple[float, float]:
