@@ -5,9 +5,11 @@ is a saw tooth whose teeth hide the step (reference step 6, "A step the line hid
 families of seeded series, every cell printing the share of series with a point within 5
 readings of each change and the other points per series:
 
-* ``--drops``: a straight line rising 20 noise σ over n readings in stationary AR(1) noise (σ
-  its own standard deviation), n ∈ {60, 120, 400}, φ ∈ {0, .5}, dropping by 0, 3 or 6 σ at
-  n // 2 (0: every point is false);
+* ``--drops``: a straight line rising 20 noise σ (``--rise``) over n readings in stationary
+  AR(1) noise (σ its own standard deviation), n ∈ {60, 120, 400}, φ ∈ {0, .5}, dropping by 0,
+  3 or 6 σ at n // 2 (0: every point is false). With a rise near the drop, the line through
+  both is flat: the crash hides the growth as well. ``--cycle P`` adds a cycle of P readings
+  and ±3 σ (a month's, a day's);
 * ``--crash-then-bend``: 100 · exp(.02 t + e), e AR(1) with innovations of 1% or 3% and φ 0 or
   .6, 120 readings; −10% from 60 on and the growth doubled from 90 on: a level point near 60
   (``crash``), a slope point near 90 (``bend``), both.
@@ -41,8 +43,10 @@ def near(points: list[int], at: int) -> bool:
     return any(abs(p - at) <= MARGIN for p in points)
 
 
-def drops(reps: int) -> None:
-    print(f"a line rising 20 σ with a drop at n // 2, {reps} series a cell: found, other points")
+def drops(reps: int, rise: float = 20.0, cycle: int = 0) -> None:
+    shape = f", a cycle of {cycle} readings ±3 σ" if cycle else ""
+    print(f"a line rising {rise:g} σ{shape}, a drop at n // 2, {reps} series a cell")
+    print("(found: a point within 5 readings of the drop; others: other points a series)")
     for n in (60, 120, 400):
         for phi in (0.0, 0.5):
             for drop in (0.0, 3.0, 6.0):
@@ -50,7 +54,9 @@ def drops(reps: int) -> None:
                 found = others = 0
                 t = np.arange(n, dtype=float)
                 for _ in range(reps):
-                    y = 20.0 * t / n + ar1(rng, n, phi) - drop * (t >= n // 2)
+                    y = rise * t / n + ar1(rng, n, phi) - drop * (t >= n // 2)
+                    if cycle:
+                        y += 3.0 * np.sin(2 * np.pi * t / cycle)
                     points = [p.index for p in find_change_points(y).points]
                     hit = near(points, n // 2)
                     found += hit
@@ -87,12 +93,14 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--drops", action="store_true")
     parser.add_argument("--crash-then-bend", action="store_true")
+    parser.add_argument("--rise", type=float, default=20.0, help="--drops: the line's rise, σ")
+    parser.add_argument("--cycle", type=int, default=0, help="--drops: a cycle's period")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     if not (args.drops or args.crash_then_bend):
         parser.error("choose --drops and/or --crash-then-bend")
     if args.drops:
-        drops(args.reps)
+        drops(args.reps, args.rise, args.cycle)
     if args.crash_then_bend:
         crash_then_bend(args.reps)
 

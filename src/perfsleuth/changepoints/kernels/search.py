@@ -1314,24 +1314,39 @@ def _describe(x: FloatArray, search: _Practical, first: int | None = _LOOK) -> _
         trending = bool(line.any()) and (
             not accepted or _monotone(rest, accepted) or _sloped(rest, accepted)
         )
+        fits = [zero]
         if trending:
             start = searched(line, [p.index for p in accepted])
-            fits = [zero, _alternate(searched, adjusted, line, *start)]
-            # A step the line's slope hides (a crash in growth: the line through it is flatter
-            # than the growth, and the series less it a saw tooth whose teeth hide the step),
-            # when the step is significant with its segment's own line fitted alongside: a
-            # third start, from the slope inside the segments that step makes.
-            steps = _hidden_steps(adjusted, fits[1][1], search)
-            if steps:
-                cuts = sorted({*(p.index for p in fits[1][1]), *steps})
-                inside = _significant_slopes(adjusted, cuts)
-                if inside.any():
-                    fits.append(_alternate(searched, adjusted, inside, *searched(inside, cuts)))
+            fits.append(_alternate(searched, adjusted, line, *start))
+        # A step the slope hides (a crash in growth: the line through it is flatter than the
+        # growth, and the series less it a saw tooth whose teeth hide the step), when the step
+        # is significant with its segment's own line fitted alongside: a further start, from
+        # the slope inside the segments that step makes, looked for in the last start's
+        # segments. The crash may hide the growth as well (they cancel, and the line through
+        # both is no trend), so this start does not wait for a trend.
+        steps = _hidden_steps(adjusted, fits[-1][1], search)
+        if steps:
+            cuts = sorted({*(p.index for p in fits[-1][1]), *steps})
+            inside = _significant_slopes(adjusted, cuts)
+            if inside.any():
+                fits.append(_alternate(searched, adjusted, inside, *searched(inside, cuts)))
+        if len(fits) > 1:
             # judged at the noise's effective count, as the level test judges a point: with
             # n, persistent noise cut a line into a step (`benchmarks/changepoints_trend_size.py`)
             described = [_trend_fit(adjusted, fit[0], fit[1]) for fit in fits]
             scores = _bic_scores(adjusted, described, search.grain())
-            slope, accepted, rejected = fits[int(np.argmin(scores))]
+            best = int(np.argmin(scores))
+            # Where no line showed a trend (the zero start kept no slope, the line through
+            # everything none), the step's test is the only evidence for the slope its start
+            # brings: its bars (AR(1) noise, φ up to .9) must hold for the noise that start
+            # leaves, as for a broken line alone (`_broken_line_instead`). Else a wander of φ
+            # .95 that falls, jumps and falls again is a step in a falling line (200
+            # readings: a point in .020 → .040 of such series; `changepoints_short_noise.py`).
+            shown = trending or bool(zero[0].any())
+            resid = described[best][0][:, 0]
+            if best and not shown and not kinks.memory_covered(adjusted[:, 0], resid):
+                best = 0
+            slope, accepted, rejected = fits[best]
         if slope.any() and _negligible(adjusted, slope, accepted, search.min_effect):
             # a rise over the whole series below the effect floor does not matter, and it
             # would swallow a small shift (one dropped for its size would look like a ramp)
