@@ -1,7 +1,8 @@
-"""Steps that a trend's common slope hides: a drop in a straight line, a crash before a bend.
+"""Steps that a trend's common slope hides: a drop in a straight line, a crash before a bend,
+a crash with a slowdown.
 
 The trend's line start removes the slope of the line *through* a step, and the series less it
-is a saw tooth whose teeth hide the step (reference step 6, "A step the line hides"). Two
+is a saw tooth whose teeth hide the step (reference step 6, "A step the line hides"). Three
 families of seeded series, every cell printing the share of series with a point within 5
 readings of each change and the other points per series:
 
@@ -12,12 +13,16 @@ readings of each change and the other points per series:
   and ±3 σ (a month's, a day's);
 * ``--crash-then-bend``: 100 · exp(.02 t + e), e AR(1) with innovations of 1% or 3% and φ 0 or
   .6, 120 readings; −10% from 60 on and the growth doubled from 90 on: a level point near 60
-  (``crash``), a slope point near 90 (``bend``), both.
+  (``crash``), a slope point near 90 (``bend``), both;
+* ``--crash-and-slowdown``: 100 · exp(.03 t + e), n ∈ {60, 150, 400}, innovations 1% (φ 0)
+  or 2% (φ .6); −20% at n // 2 and the growth halved from there (Perron's model C, a jump
+  and a change of slope at once, which no description of the search has): a point of either
+  kind within 5 readings of the crash, the median offset of the nearest point, others.
 
 Another source tree is measured with ``PYTHONPATH=<tree>/src``.
 
 Run: ``machine heavy .venv/bin/python benchmarks/changepoints_hidden_steps.py --drops
---crash-then-bend --reps 50``
+--crash-then-bend --crash-and-slowdown --reps 50`` (``--rise R``, ``--cycle P``)
 """
 
 from __future__ import annotations
@@ -88,21 +93,48 @@ def crash_then_bend(reps: int) -> None:
                   f"both {both / reps:.2f}  others {others / reps:.2f}", flush=True)  # fmt: skip
 
 
+def crash_and_slowdown(reps: int) -> None:
+    """A crash and a change of growth rate at the same reading (Perron's model C)."""
+    print(f"−20% at n // 2 and growth 3% → 1.5% from there, {reps} series a cell")
+    print("(a point within 5 readings of the crash, of either kind; the nearest point's offset)")
+    for n in (60, 150, 400):
+        t = np.arange(n, dtype=float)
+        for sd, phi in ((0.01, 0.0), (0.02, 0.6)):
+            found = others = 0
+            offsets = []
+            for seed in range(reps):
+                rng = np.random.default_rng(seed)
+                log = 0.03 * t + lfilter([1.0], [1.0, -phi], rng.normal(0.0, sd, n))
+                log[n // 2 :] += math.log1p(-0.20) - 0.015 * (t[n // 2 :] - n // 2)
+                points = [p.index for p in find_change_points(100.0 * np.exp(log)).points]
+                hit = near(points, n // 2)
+                found += hit
+                others += len(points) - int(hit)
+                if points:
+                    offsets.append(min(points, key=lambda i: abs(i - n // 2)) - n // 2)
+            offset = f"{float(np.median(offsets)):+.0f}" if offsets else "–"
+            print(f"n={n:<4} sd={sd:<5} φ={phi:<4} found {found / reps:.2f}  "
+                  f"nearest {offset}  others {others / reps:.2f}", flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--drops", action="store_true")
     parser.add_argument("--crash-then-bend", action="store_true")
+    parser.add_argument("--crash-and-slowdown", action="store_true")
     parser.add_argument("--rise", type=float, default=20.0, help="--drops: the line's rise, σ")
     parser.add_argument("--cycle", type=int, default=0, help="--drops: a cycle's period")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    if not (args.drops or args.crash_then_bend):
-        parser.error("choose --drops and/or --crash-then-bend")
+    if not (args.drops or args.crash_then_bend or args.crash_and_slowdown):
+        parser.error("choose --drops, --crash-then-bend and/or --crash-and-slowdown")
     if args.drops:
         drops(args.reps, args.rise, args.cycle)
     if args.crash_then_bend:
         crash_then_bend(args.reps)
+    if args.crash_and_slowdown:
+        crash_and_slowdown(args.reps)
 
 
 if __name__ == "__main__":
