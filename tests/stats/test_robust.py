@@ -323,6 +323,22 @@ def test_detect_period_is_a_peak_not_the_edge_of_an_octave() -> None:
     assert all(p is not None and abs(p - 168) <= 1 for p in found)
 
 
+@pytest.mark.parametrize("n", [1152, 1500, 2304])
+def test_a_period_of_few_cycles_is_not_read_short(n: int) -> None:
+    # A day of 5-minute readings, 4 to 8 days, random phases, AR(1) noise: the autocorrelation
+    # of lag k is a sum over n readings, shrunk by 1 - k/n, which favoured the shorter of two
+    # periods (284-287 at 1,152 and 1,500 readings, 287 in half the series at 2,304); the
+    # fold of the series at each candidate period has no such bias
+    found = []
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        t = np.arange(n)
+        cycle = 10.0 * np.sin(2 * np.pi * t / 288 + rng.uniform(0, 2 * np.pi))
+        x = cycle + lfilter([1.0], [1.0, -0.6], rng.standard_normal(n)) * 0.8
+        found.append(detect_period(x, min_period=10))
+    assert all(p is not None and abs(p - 288) <= (0 if n >= 2304 else 1) for p in found), found
+
+
 def test_a_daily_and_a_weekly_cycle_are_both_removed() -> None:
     # The daily cycle is found first (the week is part of the slow part it is measured
     # against); looking again in what is left finds the week. Removing the day alone left the

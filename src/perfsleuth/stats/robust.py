@@ -247,7 +247,7 @@ def _period_in_octave(
         fine = _autocorrelation(full, min(full.size - 1, 64 * (hi + b)))
         period = np.array([_refine(fine, p * b, b)])
         if _contrast(fine, period)[0] >= _needed(fine, period, full.size, strength)[0]:
-            return int(period[0])
+            return _best_fold(full, int(period[0]), _FOLD_REACH)  # whether: above; which: here
     return None
 
 
@@ -352,6 +352,33 @@ def _refine(acf: FloatArray, p: int, reach: int) -> int:
     for q in range(max(2, p - reach), p + reach + 1):
         lags = np.arange(q, acf.size - q // 2, q)
         score = float(_contrast(acf, lags, q // 2).mean()) if lags.size else -math.inf
+        if score > best_score:
+            best, best_score = q, score
+    return best
+
+
+_FOLD_REACH = 3  # lags either side of the autocorrelation's period that the fold compares
+_FOLD_CYCLES = 64  # the fold's readings: the series' last this many periods at most
+
+
+def _best_fold(r: FloatArray, p: int, reach: int) -> int:
+    """The period within ``reach`` of ``p`` whose profile (the mean of ``r`` at each phase)
+    explains most of ``r``'s variation, on its last :data:`_FOLD_CYCLES` periods at most.
+
+    The autocorrelations :func:`_refine` compares are each lag's sum over the whole series,
+    lag k shrunk by 1 − k/n, and the shrinking favours the shorter of two periods by about
+    P² / (4π² (n − P)) readings: a cycle of 288 readings in 1,152–1,500 read as 282–287
+    (2 of 20 series exact, random phases, AR(1) noise), and its profile drifts off the cycle
+    by a reading a period. The fold has no such bias (it is what :func:`remove_cycle` takes
+    out). Each phase mean also explains its share of the noise, σ² a phase, which is taken
+    off (a longer candidate has more phases)."""
+    best, best_score = p, -math.inf
+    for q in range(max(2, p - reach), p + reach + 1):
+        tail = r[-min(r.size, _FOLD_CYCLES * q) :]
+        phase = np.arange(tail.size) % q
+        sums = np.bincount(phase, weights=tail, minlength=q)
+        counts = np.bincount(phase, minlength=q)
+        score = float(np.sum(sums * sums / np.maximum(counts, 1)) - q * np.var(tail))
         if score > best_score:
             best, best_score = q, score
     return best
