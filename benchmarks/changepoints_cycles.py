@@ -17,11 +17,11 @@ Three tables, all at the search's own ``min_period`` (2 ``min_size``: 10 from 20
 * **Seasonal**: the same with a sine cycle of period 12 (and 50 at n ≥ 400) and amplitude 1 or
   2 noise σ added on a trend (a "co2"): the share in which the period is found (±1), and the
   share in which the search removes another cycle besides it.
-* **Two cycles** (``--only two``): hourly series of 8 or 24 weeks with a daily sine and a weekly
-  pattern (weekends lower), of 1 or 2 noise σ each (or one of them alone), AR(1) noise (φ 0 or
-  .5) on a trend rising 20 σ, with or without a level shift of 3 σ at 60%: the cycles the
-  search removes (``ChangePoints.periods``), the share in which the shift is found (a level
-  point within 5 readings) and the other points per series.
+* **Two cycles** (``--only two``): hourly series of 8 or 24 weeks (``--weeks``) with a daily
+  sine and a weekly pattern (weekends lower), of 1 or 2 noise σ each (or one of them alone),
+  AR(1) noise (φ 0 or .5) on a trend rising 20 σ, with or without a level shift of 3 σ at
+  60%: the cycles the search removes (``ChangePoints.periods``), the share in which the
+  shift is found (a level point within 5 readings) and the other points per series.
 
 The speed benchmark's real-shaped series (``benchmarks/changepoints.py``, period 288) are
 listed with ``--speed``; ``--only lags`` tables how exactly periods of 24–288 readings are read
@@ -202,12 +202,12 @@ def seasonal_table(reps: int) -> None:
                 print(row + " | ".join(cells) + " |")
 
 
-def two_table(reps: int) -> None:
+def two_table(reps: int, weeks_list: tuple[int, ...] = (8, 24)) -> None:
     print(f"\n{reps} hourly series of a daily and a weekly cycle on a trend (rise 20 σ)")
     print("| weeks | φ | daily (σ) | weekly (σ) | shift (σ) | cycles removed (series) |"
           " shift found | other points per series |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
-    for weeks in (8, 24):
+    for weeks in weeks_list:
         n = 168 * weeks
         for phi in (0.0, 0.5):
             for daily, weekly in ((2.0, 1.0), (1.0, 2.0), (2.0, 0.0), (0.0, 2.0)):
@@ -282,6 +282,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--shifts", default="4,8", help="level shifts added, in noise σ")
     parser.add_argument("--speed", action="store_true")
+    parser.add_argument("--weeks", default="8,24", help="--only two: the series' lengths, weeks")
     parser.add_argument(
         "--only", choices=("r", "null", "seasonal", "two", "speed", "lags"), default=None
     )
@@ -293,7 +294,7 @@ def main() -> None:
     if args.only in (None, "seasonal"):
         seasonal_table(args.reps)
     if args.only in (None, "two"):
-        two_table(max(1, args.reps // 10))
+        two_table(max(1, args.reps // 10), tuple(int(w) for w in args.weeks.split(",")))
     if args.speed or args.only == "speed":
         speed_table()
     if args.only == "lags":
