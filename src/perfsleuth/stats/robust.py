@@ -363,7 +363,8 @@ _FOLD_CYCLES = 64  # the fold's readings: the series' last this many periods at 
 
 def _best_fold(r: FloatArray, p: int, reach: int) -> int:
     """The period within ``reach`` of ``p`` whose profile (the mean of ``r`` at each phase)
-    explains most of ``r``'s variation, on its last :data:`_FOLD_CYCLES` periods at most.
+    explains most of ``r``'s variation, on its last :data:`_FOLD_CYCLES` periods at most (of the
+    longest candidate: the same readings for every one).
 
     The autocorrelations :func:`_refine` compares are each lag's sum over the whole series,
     lag k shrunk by 1 − k/n, and the shrinking favours the shorter of two periods by about
@@ -372,13 +373,14 @@ def _best_fold(r: FloatArray, p: int, reach: int) -> int:
     by a reading a period. The fold has no such bias (it is what :func:`remove_cycle` takes
     out). Each phase mean also explains its share of the noise, σ² a phase, which is taken
     off (a longer candidate has more phases)."""
+    tail = r[-min(r.size, _FOLD_CYCLES * (p + reach)) :]  # the same readings for every one
+    noise = float(np.var(tail))
     best, best_score = p, -math.inf
     for q in range(max(2, p - reach), p + reach + 1):
-        tail = r[-min(r.size, _FOLD_CYCLES * q) :]
         phase = np.arange(tail.size) % q
         sums = np.bincount(phase, weights=tail, minlength=q)
         counts = np.bincount(phase, minlength=q)
-        score = float(np.sum(sums * sums / np.maximum(counts, 1)) - q * np.var(tail))
+        score = float(np.sum(sums * sums / np.maximum(counts, 1)) - q * noise)
         if score > best_score:
             best, best_score = q, score
     return best
