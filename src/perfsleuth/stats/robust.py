@@ -370,9 +370,10 @@ def _best_fold(r: FloatArray, p: int, reach: int) -> int:
     lag k shrunk by 1 − k/n, and the shrinking favours the shorter of two periods by about
     P² / (4π² (n − P)) readings: a cycle of 288 readings in 1,152–1,500 read as 282–287
     (2 of 20 series exact, random phases, AR(1) noise), and its profile drifts off the cycle
-    by a reading a period. The fold has no such bias (it is what :func:`remove_cycle` takes
-    out). Each phase mean also explains its share of the noise, σ² a phase, which is taken
-    off (a longer candidate has more phases)."""
+    by a reading a period. The fold has no such bias. (Its means per phase are what
+    :func:`remove_cycle`'s median profile estimates robustly; means add up, so each candidate
+    costs two ``bincount`` passes.) Each phase mean also explains its share of the noise, σ²
+    a phase, which is taken off (a longer candidate has more phases)."""
     tail = r[-min(r.size, _FOLD_CYCLES * (p + reach)) :]  # the same readings for every one
     noise = float(np.var(tail))
     best, best_score = p, -math.inf
