@@ -19,7 +19,8 @@ readings of each change and the other points per series:
   and a change of slope at once, which no description of the search has): a point of either
   kind within 5 readings of the crash, the median offset of the nearest point, others.
 
-Another source tree is measured with ``PYTHONPATH=<tree>/src``.
+A level and a slope point at the same reading (a crash where the growth changes) count as one
+point. Another source tree is measured with ``PYTHONPATH=<tree>/src``.
 
 Run: ``machine heavy .venv/bin/python benchmarks/changepoints_hidden_steps.py --drops
 --crash-then-bend --crash-and-slowdown --reps 50`` (``--rise R``, ``--cycle P``)
@@ -62,7 +63,7 @@ def drops(reps: int, rise: float = 20.0, cycle: int = 0) -> None:
                     y = rise * t / n + ar1(rng, n, phi) - drop * (t >= n // 2)
                     if cycle:
                         y += 3.0 * np.sin(2 * np.pi * t / cycle)
-                    points = [p.index for p in find_change_points(y).points]
+                    points = sorted({p.index for p in find_change_points(y).points})
                     hit = near(points, n // 2)
                     found += hit
                     others += len(points) - int(hit)
@@ -106,7 +107,7 @@ def crash_and_slowdown(reps: int) -> None:
                 rng = np.random.default_rng(seed)
                 log = 0.03 * t + lfilter([1.0], [1.0, -phi], rng.normal(0.0, sd, n))
                 log[n // 2 :] += math.log1p(-0.20) - 0.015 * (t[n // 2 :] - n // 2)
-                points = [p.index for p in find_change_points(100.0 * np.exp(log)).points]
+                points = sorted({p.index for p in find_change_points(100.0 * np.exp(log)).points})
                 hit = near(points, n // 2)
                 found += hit
                 others += len(points) - int(hit)

@@ -11,10 +11,13 @@ shorter segment's bar lower). Prints the rows to paste into ``kinks._SIMULATED``
 
 With ``--steps`` the same for the best *step* of a straight line (its own line fitted, the
 step's first index at least ``kinks.MIN_SIDE`` readings from either end):
-``perfsleuth.changepoints.kernels.trend_steps``' table and test.
+``perfsleuth.changepoints.kernels.trend_steps``' table and test. With ``--breaks``, for the
+jump at the best break of a straight line into two lines beside the kink at the same reading
+(``trend_steps.break_z2``, which this script calls: Perron's model C), ``trend_steps``'
+``BREAK_TABLE_Z2``.
 
 Run: ``machine heavy .venv/bin/python scripts/make_kink_table.py [--reps 20000] [--size]
-[--steps]`` (about 40 s of CPU; ``--size`` 20 s more).
+[--steps | --breaks]`` (about 40 s of CPU; ``--size`` 20 s more; ``--breaks`` about 2 min).
 """
 
 from __future__ import annotations
@@ -112,15 +115,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=20_000)
     parser.add_argument("--size", action="store_true", help="the shipped test's size at α = .05")
-    parser.add_argument(
-        "--steps", action="store_true", help="the best step's table, not the kink's"
-    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--steps", action="store_true", help="the best step's table")
+    which.add_argument("--breaks", action="store_true", help="the best break's jump's table")
     args = parser.parse_args()
     rng = np.random.default_rng(SEED)
-    statistic, bars = (
-        (step_z2, trend_steps.critical_z2) if args.steps else (kink_z2, kinks.critical_z2)
+    statistic, bars, what = (
+        (step_z2, trend_steps.critical_z2, "step")
+        if args.steps
+        else (trend_steps.break_z2, trend_steps.critical_break_z2, "break")
+        if args.breaks
+        else (kink_z2, kinks.critical_z2, "kink")
     )
-    what = "step" if args.steps else "kink"
     if args.size:
         print(f"size at α = .05 (share of fresh AR(1) series whose best {what} passes the test)")
         print("n     " + "  ".join(f"φ={p:<4}" for p in (*PHIS, 0.95, 1.0)))

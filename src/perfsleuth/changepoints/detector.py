@@ -349,10 +349,11 @@ def _stamp(when: datetime) -> str:
 
 
 def _spikes_near(result: ChangePoints, point: ChangePoint) -> int:
-    """Spikes in the two segments either side of ``point`` (kept in the data, not clipped)."""
-    bounds = [0, *result.indices, result.n]
-    i = result.indices.index(point.index)
-    lo, hi = bounds[i], bounds[i + 2]
+    """Spikes in the two segments either side of ``point`` (kept in the data, not clipped).
+    A level and a slope point may share a reading (a crash where the growth changes)."""
+    bounds = sorted({0, *result.indices, result.n})
+    i = bounds.index(point.index)
+    lo, hi = bounds[i - 1], bounds[i + 1]
     return sum(lo <= s < hi for s in result.spikes)
 
 

@@ -114,9 +114,9 @@ class Kink:
 
 
 def _suffix(a: FloatArray) -> FloatArray:
-    """s[k] = sum of a[t] for t > k."""
+    """s[k] = sum of a[t] for t > k (along the last axis)."""
     out = np.zeros_like(a)
-    out[:-1] = np.cumsum(a[::-1])[::-1][1:]
+    out[..., :-1] = np.cumsum(a[..., ::-1], axis=-1)[..., ::-1][..., 1:]
     return out
 
 
@@ -142,6 +142,29 @@ def best_kink(y: FloatArray, side: int) -> _Scan | None:
     stt = float(tc @ tc)
     slope = float(tc @ y) / stt
     residual = y - y.mean() - slope * tc
+    numerator, denominator, gains = _hinge_terms(residual)
+    j = side + int(np.argmax(gains[side : n - side]))
+    h = np.maximum(t - j, 0.0)
+    lean = float(tc @ h) / stt
+    hinge = h - h.mean() - lean * tc
+    return _Scan(j, float(numerator[j]), float(denominator[j]), hinge, residual, slope, lean)
+
+
+def hinge_gains(residual: FloatArray) -> FloatArray:
+    """For each vertex k, how much the hinge ``max(0, t − k)`` lowers the residual sum of
+    squares about the line (``residual``: about it; each row of a 2-D array its own series):
+    (hinge · residual)² / |hinge less its projection on the line|², 0 where that is not
+    measured."""
+    return _hinge_terms(residual)[2]
+
+
+def _hinge_terms(residual: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(hinge · residual, |hinge less its projection on the line|², gain) at each vertex
+    (:func:`hinge_gains`)."""
+    n = residual.shape[-1]
+    t = np.arange(n, dtype=np.float64)
+    tc = t - t.mean()
+    stt = float(tc @ tc)
     numerator = _suffix(t * residual) - t * _suffix(residual)
     # |hinge less its projection on the line|² at each vertex k, in closed form: its `after`
     # values 1 … a (a = n − 1 − k) sum to a(a + 1)/2, their squares to that times (2a + 1)/3,
@@ -154,16 +177,10 @@ def best_kink(y: FloatArray, side: int) -> _Scan | None:
     # under a billionth of the largest, a kink is not measured: near the start the hinge is
     # almost the line itself (the terms, each ~ n³, cancel to their rounding error), near the
     # end of a long series it spans a few readings
-    inside = slice(side, n - side)
-    measured = denominator[inside] > _CANCELLATION * float(denominator.max())
-    gain = np.zeros(n - 2 * side)
-    top = numerator[inside]
-    np.divide(top * top, denominator[inside], out=gain, where=measured)
-    j = side + int(np.argmax(gain))
-    h = np.maximum(t - j, 0.0)
-    lean = float(tc @ h) / stt
-    hinge = h - h.mean() - lean * tc
-    return _Scan(j, float(numerator[j]), float(denominator[j]), hinge, residual, slope, lean)
+    measured = denominator > _CANCELLATION * float(denominator.max())
+    gain = np.zeros_like(numerator)
+    np.divide(numerator * numerator, denominator, out=gain, where=measured)
+    return numerator, denominator, gain
 
 
 Table = tuple[tuple[float, ...], ...]  # critical z², rows TABLE_N, columns TABLE_P
@@ -465,11 +482,13 @@ def broken_line(
     y: FloatArray, bounds: list[int], found: list[Kink], model: FloatArray
 ) -> FloatArray:
     """``model`` with each segment of ``bounds`` that holds a kink of ``found`` replaced by its
-    least-squares line plus one hinge per kink inside it."""
+    least-squares line plus one hinge per kink inside it. A kink at a bound is a crash where
+    the growth changes (``search._breaks_at_bends``): the segments either side each have their
+    own line."""
     out = np.array(model, dtype=np.float64)
     for a, b in itertools.pairwise(bounds):
         inside = [k.index - a for k in found if a < k.index < b]
-        if not inside:
+        if not inside and not any(k.index in (a, b) for k in found):
             continue
         t = np.arange(b - a, dtype=np.float64)
         design = np.column_stack([np.ones(b - a), t, *(np.maximum(t - k, 0.0) for k in inside)])
