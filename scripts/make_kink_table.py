@@ -12,9 +12,9 @@ shorter segment's bar lower). Prints the rows to paste into ``kinks._SIMULATED``
 With ``--steps`` the same for the best *step* of a straight line (its own line fitted, the
 step's first index at least ``kinks.MIN_SIDE`` readings from either end):
 ``perfsleuth.changepoints.kernels.trend_steps``' table and test. With ``--breaks``, for the
-jump at the best break of a straight line into two lines beside the kink at the same reading
-(``trend_steps.break_z2``, which this script calls: Perron's model C), ``trend_steps``'
-``BREAK_TABLE_Z2``.
+best break of a straight line into two lines, each its own level and slope (Perron's model C),
+against the best broken line of one kink (``trend_steps.break_z2``, which this script calls):
+``trend_steps``' ``BREAK_TABLE_Z2``.
 
 Run: ``machine heavy .venv/bin/python scripts/make_kink_table.py [--reps 20000] [--size]
 [--steps | --breaks]`` (about 40 s of CPU; ``--size`` 20 s more; ``--breaks`` about 2 min).
@@ -117,7 +117,7 @@ def main() -> None:
     parser.add_argument("--size", action="store_true", help="the shipped test's size at α = .05")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--steps", action="store_true", help="the best step's table")
-    which.add_argument("--breaks", action="store_true", help="the best break's jump's table")
+    which.add_argument("--breaks", action="store_true", help="the best break's table")
     args = parser.parse_args()
     rng = np.random.default_rng(SEED)
     statistic, bars, what = (

@@ -483,7 +483,7 @@ def broken_line(
 ) -> FloatArray:
     """``model`` with each segment of ``bounds`` that holds a kink of ``found`` replaced by its
     least-squares line plus one hinge per kink inside it. A kink at a bound is a crash where
-    the growth changes (``search._breaks_at_bends``): the segments either side each have their
+    the growth changes (``search._breaks``): the segments either side each have their
     own line."""
     out = np.array(model, dtype=np.float64)
     for a, b in itertools.pairwise(bounds):

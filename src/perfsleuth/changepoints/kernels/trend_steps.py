@@ -24,7 +24,7 @@ A crash that also changes the growth (Perron's "model C": a jump and a change of
 same reading) fits no single line, and a kink draws it as an early bend. :func:`best_break`
 tests the best break of a segment into two lines (each its own level and slope) against the
 best broken line of one kink, with its own simulated bar (``BREAK_TABLE_Z2``) and the same
-gates; ``search._breaks_at_bends`` looks for one around each bend the kinks found.
+gates; ``search._breaks`` looks for one around each change point of a trending description.
 """
 
 from __future__ import annotations
