@@ -177,6 +177,24 @@ def critical_break_z2(length: int, alpha: float) -> float:
     return kinks.critical_z2(length, alpha, BREAK_TABLE_Z2)
 
 
+def _large(
+    move: float,
+    y: FloatArray,
+    resid: FloatArray,
+    min_effect: float,
+    min_relative_change: float,
+    log_levels: bool,
+) -> bool:
+    """Whether a jump of ``move`` is large: ``min_effect`` robust σ of the residuals, and
+    ``min_relative_change`` of the largest fitted level (on a log scale 1 − e^−move)."""
+    sigma = robust_mod.robust_scale(resid)
+    if sigma > 0.0 and move < min_effect * sigma:
+        return False
+    if log_levels:
+        return -math.expm1(-move) >= min_relative_change
+    return move >= min_relative_change * float(np.max(np.abs(y - resid)))
+
+
 def best_step(
     y: FloatArray,
     *,
@@ -211,14 +229,7 @@ def best_step(
         return None  # a bend draws the segment at least as well: its growth changed, no step
     beta = scan.numerator / scan.denominator
     resid = scan.residual - beta * scan.step
-    sigma = robust_mod.robust_scale(resid)
-    move = abs(beta)
-    if sigma > 0.0 and move < min_effect * sigma:
-        return None
-    if log_levels:
-        if -math.expm1(-move) < min_relative_change:
-            return None
-    elif move < min_relative_change * float(np.max(np.abs(y - resid))):
+    if not _large(abs(beta), y, resid, min_effect, min_relative_change, log_levels):
         return None
     if cost is not None:
         shorter = min(scan.k, n - scan.k)
@@ -334,9 +345,9 @@ def long_run_rows(residual: FloatArray, params: int) -> tuple[FloatArray, FloatA
 
 
 def break_z2(y: FloatArray, side: int) -> FloatArray:
-    """The jump's z² at the best break of each row of ``y`` (2-D), in AR(1) long-run units of
-    the two lines' residuals (:func:`break_scan`): the statistic :data:`BREAK_TABLE_Z2`
-    bounds."""
+    """z² of the best break of each row of ``y`` (2-D) against its best broken line, in AR(1)
+    long-run units of the two lines' residuals (:func:`break_scan`): the statistic
+    :data:`BREAK_TABLE_Z2` bounds."""
     _, gain, resid, *_ = break_scan(y, side)
     variance, _ = long_run_rows(resid, 4)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -378,14 +389,7 @@ def best_break(
     z2, bar = gain / variance, critical_break_z2(n, alpha)
     if z2 <= bar:
         return None
-    sigma = robust_mod.robust_scale(resid)
-    move = abs(jump)
-    if sigma > 0.0 and move < min_effect * sigma:
-        return None
-    if log_levels:
-        if -math.expm1(-move) < min_relative_change:
-            return None
-    elif move < min_relative_change * float(np.max(np.abs(y - resid))):
+    if not _large(abs(jump), y, resid, min_effect, min_relative_change, log_levels):
         return None
     if cost is not None:
         shorter = min(k, n - k)
