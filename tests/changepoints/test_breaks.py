@@ -100,6 +100,7 @@ def test_a_crash_that_slows_the_growth_is_a_level_and_a_slope_point_at_the_crash
         result = find_change_points(100.0 * np.exp(log))
         kinds = {(p.index, p.kind) for p in result.points}
         assert kinds == {(n // 2, "level"), (n // 2, "slope")}, (seed, kinds)
+        assert result.indices == (n // 2,)  # one segment starts there
         slowdown = next(p for p in result.points if p.kind == "slope")
         assert slowdown.before_after == pytest.approx((0.0305, 0.0151), abs=0.002)
         # the jump between the two lines, in σ of the noise about them (1%: 22 σ)
@@ -155,3 +156,28 @@ def test_a_crash_the_level_search_finds_gets_the_slowdown_at_the_same_reading() 
         assert {(75, "level"), (75, "slope")} <= kinds, (seed, kinds)
         alone += kinds == {(75, "level"), (75, "slope")}
     assert alone >= 4
+
+
+def test_growth_from_readings_of_zero_is_a_jump_and_a_new_slope() -> None:
+    """20 readings of 0, then 10 + .5 a reading (noise σ 1): the line beside the jump is 0 on
+    the idle side, and the relative floor divided by it (a ZeroDivisionError in c40a608)."""
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        y = np.concatenate([np.zeros(20), 10.0 + 0.5 * np.arange(100) + rng.normal(0, 1, 100)])
+        result = find_change_points(y)
+        kinds = {(p.index, p.kind) for p in result.points}
+        assert (20, "level") in kinds, (seed, kinds)
+        assert all(abs(i - 20) <= 8 for i in result.indices), (seed, kinds)
+
+
+@pytest.mark.parametrize("start", [22.6, 23.0, 23.4])
+def test_a_kink_the_kinks_put_at_a_level_point_keeps_the_means_gap(start: float) -> None:
+    """5 idle readings, then a counter rising .9 a reading from about 23 (rounded): the
+    kinks' stage puts its kink at the level point, which records no jump of its own; its
+    shift is the levels' gap (c40a608 read the missing jump and raised a ValueError)."""
+    y = np.concatenate([np.zeros(5), np.round(start + 0.9 * np.arange(113))])
+    result = find_change_points(y)
+    level = next(p for p in result.points if p.kind == "level")
+    assert level.index == 5
+    assert 15.0 < level.shift[0] < 30.0
+    assert {p.index for p in result.points if p.kind == "slope"} <= {5, 6}

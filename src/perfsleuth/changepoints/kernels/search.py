@@ -311,7 +311,8 @@ class ChangePoints:
     """Result of :func:`find_change_points`.
 
     ``indices`` are sorted 0-based indices, each the first observation of a new segment;
-    ``points`` carry the evidence for each, in the same order; ``segments`` cover ``0..n``;
+    ``points`` carry the evidence for each, in index order: one point an index, but two at a
+    crash where the growth changes, a level and a slope point; ``segments`` cover ``0..n``;
     ``rejected`` holds, for the paper's search (``robust=False``), the last, non-significant
     candidate of every segment that was long enough to test and the significant ones dropped by
     the effect-size floor; for the default search, every candidate it dropped, judged on its
@@ -372,6 +373,12 @@ class ChangePoints:
                        for i in self.indices)
         ]  # fmt: skip
         return tuple(apart[:top])
+
+
+def _starts(points: Sequence[ChangePoint]) -> tuple[int, ...]:
+    """The segment starts of ``points`` (sorted by index): a level and a slope point at one
+    reading (a break, :func:`_breaks`) start one segment."""
+    return tuple(dict.fromkeys(p.index for p in points))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1054,20 +1061,24 @@ def find_change_points(
     sigma = _residual_scale(level, bounds)
 
     # a kink at a level point: a crash where the growth changes (``_breaks``), whose
-    # segments each have their own line, so their means' difference is not its jump
-    breaks = {k.index for k in bends}
+    # segments each have their own line, so their means' difference is not its jump. (A kink
+    # the kinks' stage put at a level point has no jump recorded: the means' gap, as before.)
+    bent_at = {k.index for k in bends}
+
+    def at_break(p: ChangePoint) -> bool:
+        return p.index in bent_at and len(p.shift) == dims
 
     def level_gap(i: int, p: ChangePoint) -> list[float]:
         """The level's jump at ``p`` on the model's scale: of the segment means, or at a break
         the jump between its two lines (kept as its ``shift`` by the search)."""
-        if p.index in breaks:
+        if at_break(p):
             return list(p.shift)
         return [a - b for a, b in zip(shifts[i + 1], shifts[i], strict=True)]
 
     def noise(i: int, p: ChangePoint) -> FloatArray:
         """The noise σ the effect is measured in: about the segment means, or at a break about
         its two lines (the means of segments that lean are no yardstick)."""
-        if p.index not in breaks:
+        if not at_break(p):
             return sigma
         part = slice(bounds[i], bounds[i + 2])
         about = model.adjusted[part] + model.cycle[part] - fitted[part]
@@ -1111,7 +1122,7 @@ def find_change_points(
         time.perf_counter() - started,
     )
     found = ChangePoints(
-        indices=tuple(p.index for p in points),
+        indices=_starts(points),
         points=points,
         segments=segments,
         rejected=tuple(
@@ -1162,7 +1173,7 @@ def _on_all_rows(found: ChangePoints, rows: NDArray[np.intp], n: int) -> ChangeP
         fitted[rows] = found.fitted
     return dataclasses.replace(
         found,
-        indices=tuple(p.index for p in points),
+        indices=_starts(points),
         points=points,
         segments=tuple(
             dataclasses.replace(s, start=at(s.start), stop=at(s.stop)) for s in found.segments
@@ -1581,11 +1592,17 @@ def _turn_beside_the_jump(
     move = abs(after - before) * shorter
     fitted = np.concatenate([y[: at - guard] - left, y[at + guard :] - right])
     near = fitted[: at - guard] if at <= n - at else fitted[at - guard :]
-    relative = -math.expm1(-move) if search.log_levels else move / float(np.max(np.abs(near)))
+    # the relative floor as a kink's (``kinks.judge``): multiplied out, for the line near the
+    # crash may be 0 there (readings of 0, then growth)
+    small = (
+        -math.expm1(-move) < search.min_relative_change
+        if search.log_levels
+        else move < search.min_relative_change * float(np.max(np.abs(near)))
+    )
     if (
         z2 <= bar
         or (sigma > 0.0 and move < search.min_effect * sigma)
-        or relative < search.min_relative_change
+        or small
         or z2 < _cost(search.penalty, n, shorter, n * (1 - phi) / (1 + phi))
     ):
         return None
@@ -1681,7 +1698,8 @@ def _lone_jumps(y: FloatArray, alpha: float, rounding: float = 0.0) -> list[int]
     order = order[np.argsort(dev[order])[::-1]]  # the largest moves, largest first
     top = dev[order]
     step = math.sqrt(12.0) * rounding  # the grid step q: a move's rounding error is under q
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # a move of 0 or a denormal one below a larger move: an infinite ratio, as by 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratio = (top[:-1] - step) / (top[1:] + step)
         evidence = _JUMP_TAIL_INDEX * np.arange(1, most) * np.log(ratio)
     evidence[~(ratio > 0.0)] = 0.0  # no move, or none beyond its rounding
