@@ -181,3 +181,39 @@ def test_a_kink_the_kinks_put_at_a_level_point_keeps_the_means_gap(start: float)
     assert level.index == 5
     assert 15.0 < level.shift[0] < 30.0
     assert {p.index for p in result.points if p.kind == "slope"} <= {5, 6}
+
+
+def test_an_additive_crash_is_told_as_the_level_falling_not_the_means_rising() -> None:
+    """2 a reading, −40 at 75 of 150 and 1 a reading from there: the segment means rise (174
+    → 247), and c40a608 said "mean rose from 174 to 247 (+42%)" of a crash."""
+    t = np.arange(150, dtype=float)
+    y = 100.0 + 2.0 * t + np.where(t >= 75, -40.0 - (t - 75), 0.0)
+    y += np.random.default_rng(1).normal(0.0, 1.0, 150)
+    frame = normalise(
+        pd.DataFrame(
+            {
+                "time": pd.date_range("2024-05-01", periods=150, freq="1h", tz="UTC"),
+                "entity": "db",
+                "metric": "queue",
+                "value": y,
+                "unit": "count",
+            }
+        ),
+        "metric",
+    )
+    texts = [f.explanation for f in ChangePointDetector().detect(frame)]
+    assert any(re.search(r"level fell from 2[45]\d to 21\d \(-1[5-7]%\)", s) for s in texts), texts
+    assert not any("mean rose" in s for s in texts), texts
+    crash = next(p for p in find_change_points(y).points if p.kind == "level")
+    assert crash.before_after == pytest.approx((250.0, 210.0), abs=3.0)
+
+
+def test_a_jump_from_idle_readings_is_from_zero() -> None:
+    """The line before the jump is 0 (idle readings): its value is 0, not float rounding
+    (−1.4e−14, "+70427176187372728%")."""
+    rng = np.random.default_rng(0)
+    y = np.concatenate([np.zeros(20), 10.0 + 0.5 * np.arange(100) + rng.normal(0, 1, 100)])
+    crash = next(p for p in find_change_points(y).points if p.kind == "level")
+    before, after = crash.before_after
+    assert before == 0.0
+    assert after == pytest.approx(10.0, abs=1.0)

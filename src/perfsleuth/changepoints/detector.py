@@ -298,8 +298,9 @@ def _explain(
             f"to {format_growth(after, unit, like=scale, relative=relative)} "
             f"({_change_text(change, before, after, '')}) at {stamp} ({evidence})"
         )
-    # on the log scale a level point is a relative jump of a growing level, told where it is
-    what = "level" if point.scale == "log" else "mean"
+    # on the log scale a level point is a relative jump of a growing level, and at a break a
+    # jump between two lines: told where it is, not by the means of segments that lean
+    what = "level" if point.level_at else "mean"
     return (
         f"{entity}/{metric}: {what} {verb} from {format_quantity(before, unit, like=scale)} to "
         f"{format_quantity(after, unit, like=scale)} "

@@ -223,7 +223,9 @@ class ChangePoint:
     ``statistic``/``critical_value`` its z² and the kink table's bar, and ``effect`` how far
     the slope change moves the line over its shorter side, in noise σ. A level and a slope
     point at the same index are a crash where the growth changes (Perron's model C: the level
-    jumps and the segments either side each have their own line).
+    jumps and the segments either side each have their own line): there too ``level_at`` and
+    ``shift`` are the model's value at the point and its jump, and :attr:`before_after` the
+    level just before and after it (a crash of 40 in growth of 2 a reading: the means rose).
 
     ``scale`` is where the point was found: ``"linear"`` (the series' own values) or
     ``"log"`` (their logarithm, for a positive series growing by a rate: the detector keeps
@@ -265,12 +267,17 @@ class ChangePoint:
     @property
     def before_after(self) -> tuple[float, float]:
         """What changed, in the first column: the means (a level point) or the growth per
-        reading (a slope point); on the log scale, the level just before and after a level
-        point."""
+        reading (a slope point); on the log scale and at a break, the level just before and
+        after a level point."""
         if self.kind == "slope":
             return self.slope_before[0], self.slope_after[0]
-        if self.scale == "log":
-            return self.level_at[0] - self.shift[0], self.level_at[0]
+        if self.level_at:
+            after, jump = self.level_at[0], self.shift[0]
+            before = after - jump
+            # a line from 0 (idle readings, then growth): its value there is 0, not rounding
+            if abs(before) <= grid.float_sigma(max(abs(after), abs(jump))):
+                before = 0.0
+            return before, after
         return self.mean_before[0], self.mean_after[0]
 
 
@@ -1094,6 +1101,15 @@ def find_change_points(
             )
         return _in_units(np.asarray(gap), unit)
 
+    def level_at(p: ChangePoint) -> tuple[float, ...]:
+        """The model's value at ``p`` in the series' units where the segment means do not
+        tell the jump: on the log scale (a growing level), and at a break (lines that lean)."""
+        if on_logs:
+            return (float(unit[0]) * math.exp(fitted[p.index, 0]),)
+        if at_break(p):
+            return (float(unit[0]) * float(fitted[p.index, 0]),)
+        return ()
+
     # Report the levels either side as the final segmentation has them, not as the tested parts.
     points = tuple(
         dataclasses.replace(
@@ -1105,7 +1121,7 @@ def find_change_points(
             shift=jump(i, p),
             effect=_effect((0.0,) * dims, tuple(level_gap(i, p)), noise(i, p)),
             scale=model.scale,
-            level_at=(float(unit[0]) * math.exp(fitted[p.index, 0]),) if on_logs else (),
+            level_at=level_at(p),
         )
         for i, p in enumerate(accepted)
     )
