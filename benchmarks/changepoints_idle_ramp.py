@@ -1,10 +1,14 @@
 """A service that starts, grows and saturates: idle readings (exactly 0), a jump to a ramp, a
-jump to a flat level. The right answer is two change points, each a jump where the growth also
-changes (the start, at 50, and the cap, at 150). This script counts what the defaults report.
+jump to a flat level. The right answer is two breaks — a level and a slope point at the start
+(50) and at the cap (150) — not a staircase. The rival it must not swallow: a real staircase,
+the same jumps at 50 and 150 with flat steps between them in place of the ramp.
 
-Each series has 50 readings of 0, then 20 + .3 a reading for 100 readings with noise σ 1, then
-60 for 50 readings, also with noise σ 1. The script prints the points per series and how many
-series have a point within 5 readings of the start and of the cap.
+The ramp runs 20 → 50 over 100 readings (.3 a reading), and the flat level after the cap is
+60; the noise is AR(1) (φ and σ given per cell). The staircase rival has four steps of +7.5 at
+70, 90, 110 and 130 between the jumps. Each cell prints the points a series (an index counts
+once), how many series have none, the start and the cap found within 5 readings, and the
+series with a slope point (a ramp's line). For the staircase it also prints its four inner
+steps found within 5.
 
 Run: .venv/bin/python benchmarks/changepoints_idle_ramp.py [--reps R]
 (another source tree: put ``PYTHONPATH=<its src>`` in front).
@@ -15,30 +19,54 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from scipy.signal import lfilter
 
 from perfsleuth import find_change_points
 
-START, CAP = 50, 150
+START, CAP, END = 50, 150, 200
+INNER = (70, 90, 110, 130)  # the staircase rival's steps
 
 
-def idle_ramp_flat(seed: int) -> np.ndarray:
+def idle_ramp_flat(
+    seed: int, sigma: float = 1.0, phi: float = 0.0, stairs: bool = False
+) -> np.ndarray:
+    """Idle (0) until ``START``, a ramp 20 → 50 (or four flat steps) until ``CAP``, then 60;
+    AR(1) noise of marginal σ ``sigma`` on the active part."""
     rng = np.random.default_rng(seed)
-    ramp = 20.0 + 0.3 * np.arange(CAP - START) + rng.normal(0.0, 1.0, CAP - START)
-    return np.concatenate([np.zeros(START), ramp, 60.0 + rng.normal(0.0, 1.0, 50)])
+    t = np.arange(CAP - START, dtype=float)
+    if stairs:
+        middle = 20.0 + 7.5 * np.searchsorted(np.array(INNER) - START, t, side="right")
+    else:
+        middle = 20.0 + 0.3 * t
+    active = np.concatenate([middle, np.full(END - CAP, 60.0)])
+    e = rng.normal(0.0, sigma * np.sqrt(1.0 - phi * phi), active.size)
+    e[0] /= np.sqrt(1.0 - phi * phi)
+    return np.concatenate([np.zeros(START), active + lfilter([1.0], [1.0, -phi], e)])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=20)
     args = parser.parse_args()
-    counts, starts, caps = [], 0, 0
-    for seed in range(args.reps):
-        indices = find_change_points(idle_ramp_flat(seed)).indices
-        counts.append(len(indices))
-        starts += any(abs(i - START) <= 5 for i in indices)
-        caps += any(abs(i - CAP) <= 5 for i in indices)
-    print(f"points a series: {counts} (mean {np.mean(counts):.2f}, none in {counts.count(0)})")
-    print(f"start found within 5 in {starts}/{args.reps}, cap in {caps}/{args.reps}")
+    print(f"{args.reps} series a cell; found: a point within 5 readings")
+    print("shape      σ    φ    points  none  start  cap   sloped  inner steps")
+    for stairs in (False, True):
+        for sigma, phi in ((1.0, 0.0), (2.0, 0.0), (1.0, 0.5)):
+            counts, starts, caps, sloped, inner = [], 0, 0, 0, 0
+            for seed in range(args.reps):
+                found = find_change_points(idle_ramp_flat(seed, sigma, phi, stairs))
+                indices = found.indices
+                counts.append(len(indices))
+                starts += any(abs(i - START) <= 5 for i in indices)
+                caps += any(abs(i - CAP) <= 5 for i in indices)
+                sloped += any(p.kind == "slope" for p in found.points)
+                inner += sum(any(abs(i - c) <= 5 for i in indices) for c in INNER)
+            shape = "staircase" if stairs else "ramp"
+            steps = f"{inner}/{len(INNER) * args.reps}" if stairs else "–"
+            print(
+                f"{shape:<10} {sigma:<4.1f} {phi:<4.1f} {np.mean(counts):<7.2f} "
+                f"{counts.count(0):<5} {starts:<6} {caps:<5} {sloped:<7} {steps}"
+            )
 
 
 if __name__ == "__main__":

@@ -217,3 +217,37 @@ def test_a_jump_from_idle_readings_is_from_zero() -> None:
     before, after = crash.before_after
     assert before == 0.0
     assert after == pytest.approx(10.0, abs=1.0)
+
+
+def _idle_ramp_flat(seed: int, stairs: bool) -> np.ndarray:
+    """50 readings of 0, then 20 → 50 over 100 readings (or four flat steps of +7.5), then 60
+    for 50 readings; noise σ 1 on the active part."""
+    t = np.arange(100, dtype=float)
+    middle = 20.0 + (
+        7.5 * np.searchsorted([20, 40, 60, 80], t, side="right") if stairs else 0.3 * t
+    )
+    active = np.concatenate([middle, np.full(50, 60.0)])
+    return np.concatenate([np.zeros(50), active + np.random.default_rng(seed).normal(0, 1, 150)])
+
+
+def test_a_service_that_starts_grows_and_saturates_is_two_breaks_not_a_staircase() -> None:
+    """The level search draws the ramp as 4–8 steps where the flat description wins (9a1a591:
+    3.75 points a series, a slope in 9 of 20); the ramp is now its own line between the two
+    jumps, told as the level and the growth changing at the start and at the cap."""
+    for seed in (1, 2, 7, 16):  # 9a1a591 drew them as staircases of 5, 5, 6 and 8 points
+        found = find_change_points(_idle_ramp_flat(seed, stairs=False))
+        kinds = {(p.index, p.kind) for p in found.points}
+        assert kinds == {(50, "level"), (50, "slope"), (150, "level"), (150, "slope")}, kinds
+        start = next(p for p in found.points if (p.index, p.kind) == (50, "level"))
+        assert start.before_after == pytest.approx((0.0, 20.0), abs=1.0)
+        growth = next(p for p in found.points if (p.index, p.kind) == (50, "slope"))
+        assert growth.before_after == pytest.approx((0.0, 0.3), abs=0.03)
+
+
+def test_a_staircase_between_the_same_jumps_keeps_its_steps() -> None:
+    """The rival: four flat steps of +7.5 between the jumps are steps, not a ramp."""
+    for seed in range(4):
+        found = find_change_points(_idle_ramp_flat(seed, stairs=True))
+        assert [p.kind for p in found.points] == ["level"] * 6, found.points
+        steps = zip(found.indices, (50, 70, 90, 110, 130, 150), strict=True)
+        assert all(abs(a - b) <= 3 for a, b in steps), found.indices
