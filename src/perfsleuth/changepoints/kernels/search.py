@@ -1537,15 +1537,8 @@ def _break_for(
     cuts, hinges = sorted(levels), sorted(hinged)
     cuts_after = sorted({*(p.index for p in kept_levels), at})
     hinges_after = sorted({*(k.index for k in kept_bends), at})
-    # parameters: a position and a level per step, a position and a slope per hinge, the line
-    fits = [
-        (_steps_and_hinges(y, hinges, cuts)[0], 2 * (len(cuts) + len(hinges)) + 2),
-        (
-            _steps_and_hinges(y, hinges_after, cuts_after)[0],
-            2 * (len(cuts_after) + len(hinges_after)) + 2,
-        ),
-    ]
-    kept, broken = _bic_scores(y[:, None], [(r[:, None], m) for r, m in fits], search.grain())
+    fits = [_hinged_fit(y, hinges, cuts)[0], _hinged_fit(y, hinges_after, cuts_after)[0]]
+    kept, broken = _bic_scores(y[:, None], fits, search.grain())
     if broken >= kept:
         return None
     point = ChangePoint(
@@ -2039,12 +2032,10 @@ def _lines_between_jumps(
     better = []
     for i, j in ramps:
         cuts = [k for m, k in enumerate(at) if m <= i or m >= j]
-        resid, levels = _steps_and_hinges(y, [at[i], at[j]], cuts)
-        # parameters: a position and a level per step, a position and a slope per hinge, the line
-        lines = (resid[:, None], 2 * len(cuts) + 2 * 2 + 2)
+        lines, levels = _hinged_fit(y, [at[i], at[j]], cuts)
         level, bent = _bic_scores(y[:, None], [staircase, lines], search.grain())
         if bent < level:
-            better.append((bent, i, j, resid, levels))
+            better.append((bent, i, j, lines[0][:, 0], levels))
     edges = [0, *at, n]  # edges[m + 1] is point m
     for _, i, j, resid, levels in sorted(better, key=lambda c: c[0]):
         if not kinks.memory_covered(y, resid):
@@ -2171,6 +2162,14 @@ def _beside(
         return None
     resid, _ = _steps_and_hinges(y, [k.index for k in found], cuts)
     return resid, found
+
+
+def _hinged_fit(y: FloatArray, at: list[int], cuts: list[int]) -> tuple[Fit, FloatArray]:
+    """:func:`_steps_and_hinges` as a description for :func:`_bic_scores`: ((residuals,
+    parameters), the steps' part of the fit). Parameters: a position and a level per step, a
+    position and a slope per hinge, the line's intercept and slope."""
+    resid, steps = _steps_and_hinges(y, at, cuts)
+    return (resid[:, None], 2 * (len(cuts) + len(at)) + 2), steps
 
 
 def _steps_and_hinges(
