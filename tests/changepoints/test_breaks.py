@@ -251,3 +251,38 @@ def test_a_staircase_between_the_same_jumps_keeps_its_steps() -> None:
         assert [p.kind for p in found.points] == ["level"] * 6, found.points
         steps = zip(found.indices, (50, 70, 90, 110, 130, 150), strict=True)
         assert all(abs(a - b) <= 3 for a, b in steps), found.indices
+
+
+@pytest.mark.parametrize("n", [1_000, 10_000, 100_000])
+def test_idle_readings_are_one_segment_whatever_slope_the_search_removes(n: int) -> None:
+    """Idle for the first tenth (exact zeros), a ramp 20 → 50, a flat 60 for the last tenth.
+    The trend's search removed its slope from the zeros too, leaving a line there, which it
+    drew as level points between readings that never move (c08a822: at 492 of 10⁴, "a shift
+    of −1.87" between means of 0 and 0; seven of them at 10⁶, in 16 s)."""
+    rng = np.random.default_rng(0)
+    a, b = n // 10, 9 * n // 10
+    active = np.concatenate([20.0 + 30.0 * np.arange(b - a) / (b - a), np.full(n - b, 60.0)])
+    y = np.concatenate([np.zeros(a), active + rng.normal(0, 1, n - a)])
+    found = find_change_points(y)
+    assert {(p.index, p.kind) for p in found.points} == {
+        (a, "level"),
+        (a, "slope"),
+        (b, "level"),
+        (b, "slope"),
+    }, found.points
+
+
+def test_an_outage_of_zeros_in_a_growing_series_is_a_break_at_each_end() -> None:
+    """A counter growing 50 → 100 reads 0 for the middle fifth (an outage): a level and a
+    slope point where the outage starts and where it ends, none among its zeros."""
+    n = 1_000
+    rng = np.random.default_rng(0)
+    y = 50.0 + 50.0 * np.arange(n) / n + rng.normal(0, 2, n)
+    y[400:600] = 0.0
+    found = find_change_points(y)
+    assert {(p.index, p.kind) for p in found.points} == {
+        (400, "level"),
+        (400, "slope"),
+        (600, "level"),
+        (600, "slope"),
+    }, found.points
