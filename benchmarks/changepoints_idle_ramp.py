@@ -10,7 +10,13 @@ once), how many series have none, the start and the cap found within 5 readings,
 series with a slope point (a ramp's line). For the staircase it also prints its four inner
 steps found within 5.
 
-Run: .venv/bin/python benchmarks/changepoints_idle_ramp.py [--reps R]
+``--busy``: instead, a busy stretch between two idle ones — zeros for the first quarter, 10
+rising ``rise`` σ over the middle half (white noise, σ 1), zeros again — at 400, 1,000 and
+4,000 readings, rising 2.5, 5 and 10 σ: the series whose points are exactly a level and a
+slope point at each end of the busy stretch, and the level points more than 5 readings
+inside it.
+
+Run: .venv/bin/python benchmarks/changepoints_idle_ramp.py [--reps R] [--busy]
 (another source tree: put ``PYTHONPATH=<its src>`` in front).
 """
 
@@ -44,10 +50,38 @@ def idle_ramp_flat(
     return np.concatenate([np.zeros(START), active + lfilter([1.0], [1.0, -phi], e)])
 
 
+def idle_busy_idle(n: int, rise: float, seed: int) -> tuple[np.ndarray, int, int]:
+    """Zeros, then 10 rising ``rise`` (σ 1 noise) over the middle half, then zeros: (the
+    series, where the busy stretch starts, where it stops)."""
+    rng = np.random.default_rng(seed)
+    m = n // 2
+    a, b = n // 4, n // 4 + m
+    busy = 10.0 + rise * np.arange(m) / m + rng.normal(0.0, 1.0, m)
+    return np.concatenate([np.zeros(a), busy, np.zeros(n - b)]), a, b
+
+
+def busy(reps: int) -> None:
+    print(f"{reps} series a cell: idle, busy rising over the middle half, idle")
+    print("n      rise  two breaks  inner level points")
+    for n in (400, 1_000, 4_000):
+        for rise in (2.5, 5.0, 10.0):
+            breaks = inner = 0
+            for seed in range(reps):
+                y, a, b = idle_busy_idle(n, rise, seed)
+                points = {(p.index, p.kind) for p in find_change_points(y).points}
+                breaks += points == {(a, "level"), (a, "slope"), (b, "level"), (b, "slope")}
+                inner += sum(k == "level" and a + 5 < i < b - 5 for i, k in points)
+            print(f"{n:<6} {rise:<5} {breaks:>2}/{reps:<7} {inner}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--busy", action="store_true")
     args = parser.parse_args()
+    if args.busy:
+        busy(args.reps)
+        return
     print(f"{args.reps} series a cell; found: a point within 5 readings")
     print("shape      σ    φ    points  none  start  cap   sloped  inner steps")
     for stairs in (False, True):

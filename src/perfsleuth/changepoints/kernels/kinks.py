@@ -284,11 +284,14 @@ def memory_covered(y: FloatArray, resid: FloatArray) -> bool:
     bars hold for: the φ its long-run scale implies (blocks, which see the long range) below
     :data:`TABLE_PHI_MAX` and below the memory ``y``'s length can measure. Beyond either, a
     bend is the noise's own wander (an M/M/1 busy period rises and falls). Noise-free
-    residuals are covered."""
+    residuals are covered. The memory is of the readings the line does not fit exactly:
+    idle zeros fitted exactly are no noise, and half a series idle made the blocks' scale
+    of the rest look like a φ of .94 (idle, a ramp, idle again)."""
     if noise_free(y, resid):
         return True
-    implied = robust_mod.long_run_noise(resid)[2]
-    return implied < min(TABLE_PHI_MAX, robust_mod.memory_cap(y.size)) - _PHI_TOLERANCE
+    moving = resid[np.abs(resid) > _NOISE_FREE * float(np.ptp(y))]
+    implied = robust_mod.long_run_noise(moving)[2]
+    return implied < min(TABLE_PHI_MAX, robust_mod.memory_cap(moving.size)) - _PHI_TOLERANCE
 
 
 def judge(

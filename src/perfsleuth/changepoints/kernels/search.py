@@ -1439,15 +1439,11 @@ def _describe(x: FloatArray, search: _Practical, first: int | None = _LOOK) -> _
             )
             if _steps_under_the_floor(adjusted, fit, flat[1], flat[2], search):
                 slope, accepted, rejected = flat
-                accepted, bends, replaced = _broken_line_instead(
+                accepted, bends, replaced = _lines_of_a_flat(
                     adjusted[:, 0], accepted, judged, search
                 )
         else:
-            accepted, bends, replaced = _broken_line_instead(
-                adjusted[:, 0], accepted, judged, search
-            )
-            if not bends:
-                accepted, bends, replaced = _lines_between_jumps(adjusted[:, 0], accepted, search)
+            accepted, bends, replaced = _lines_of_a_flat(adjusted[:, 0], accepted, judged, search)
         rejected = [*rejected, *replaced]
         if bends or slope.any():
             accepted, bends, broken = _breaks(adjusted[:, 0], accepted, bends, search)
@@ -1944,6 +1940,21 @@ def _with_kinks(
     return list(kept), bends, [p for p in accepted if p not in kept], lambda: (resid, params)
 
 
+def _lines_of_a_flat(
+    y: FloatArray,
+    accepted: list[ChangePoint],
+    judged: Callable[..., list[kinks.Kink]],
+    search: _Practical,
+) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
+    """The lines a flat one-column description may hold: a broken line alone
+    (:func:`_broken_line_instead`), else a ramp between two jumps
+    (:func:`_lines_between_jumps`) — (level points, kinks, level points dropped)."""
+    kept, bends, replaced = _broken_line_instead(y, accepted, judged, search)
+    if bends:
+        return kept, bends, replaced
+    return _lines_between_jumps(y, kept, search)
+
+
 def _broken_line_instead(
     y: FloatArray,
     accepted: list[ChangePoint],
@@ -2435,13 +2446,20 @@ def _bounded(resid: FloatArray) -> FloatArray:
     decide between descriptions. A zero reading first in 100 readings of 1,000 ± 10 with a
     step of +100 at 50 tilted the line through them enough that the line won against the step
     (found in 19 of 40 series; `benchmarks/changepoints_gross_spike.py --zeros`). Residuals
-    no further out are returned as they are (the same array)."""
+    no further out are returned as they are (the same array).
+
+    The σ is of the residuals that move: readings a description fits exactly (idle zeros, a
+    pegged gauge; up to float rounding) show no noise. With them, half a series idle made σ
+    a ten-thousandth of the noise's, every residual "gross", and a staircase beat the ramp it
+    draws (idle, a ramp, idle again; ``test_breaks.py``)."""
     out = resid
     for j in range(resid.shape[1]):
         r = resid[:, j]
         sample = r[:: max(1, r.size // _GROSS_SAMPLE)]
         centre = robust_mod.median(sample)
-        reach = _GROSS * robust_mod.robust_scale(sample)
+        off = np.abs(sample - centre)
+        moving = sample[off > grid.float_sigma(float(off.max()))] if off.size else off
+        reach = _GROSS * robust_mod.robust_scale(moving) if moving.size else 0.0
         if reach <= 0.0 or (r.min() >= centre - reach and r.max() <= centre + reach):
             continue
         if out is resid:
