@@ -303,3 +303,17 @@ def test_a_busy_stretch_between_idle_ones_is_two_breaks(n: int, rise: float) -> 
     a, b = n // 4, n // 4 + m
     expected = {(a, "level"), (a, "slope"), (b, "level"), (b, "slope")}
     assert {(p.index, p.kind) for p in found.points} == expected, found.points
+
+
+def test_a_growth_that_stops_is_a_break_at_the_stop() -> None:
+    """A line 10 → 38 over 1,400 readings, then idle (exact zeros): the level and the growth
+    change at 1,400. The breaks' pre-screen counted the kink the kinks' stage put 77 readings
+    earlier as the stop's neighbour, and over those 77 readings the slope's move failed the
+    relative floor (47e632c: a slope point at 1,318–1,323 and a level point at 1,400)."""
+    n = 2_000
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        y = 10.0 + 0.02 * np.arange(n) + rng.normal(0, 1, n)
+        y[1_400:] = 0.0
+        found = find_change_points(y)
+        assert {(p.index, p.kind) for p in found.points} == {(1_400, "level"), (1_400, "slope")}

@@ -1476,18 +1476,25 @@ def _breaks(
     # A level point is a crash that bends only where the slope changes across it (the lines
     # leave out min_size readings either side, where the crash may really be); the break's
     # scan (some 40 passes over its span) is spared the others: on a trend with 50 plain steps
-    # in 10⁶ readings it took 4.4 of 6.8 s
-    turns: dict[int, bool] = {}
+    # in 10⁶ readings it took 4.4 of 6.8 s. A kink the break would replace is no neighbour
+    # there: a growth that stops (a line, then idle readings) had the kink 77 readings before
+    # the stop for a neighbour, whose move over those 77 failed the relative floor, and kept
+    # its slope point early. (Without the other level point of a pair either, the spans grew
+    # and the scans ran: the 10⁶ gauges with 50 steps took 7.6 s, not 3.1.)
+    turns: dict[tuple[int, int, int], bool] = {}
 
-    def turning(point: ChangePoint) -> bool:
-        if point.index not in turns:
-            edges = sorted({0, y.size, *(p.index for p in accepted), *(k.index for k in bends)})
-            i = edges.index(point.index)
-            a, b = edges[i - 1], edges[i + 1]
+    def turning(point: ChangePoint, chosen: Sequence[ChangePoint | kinks.Kink]) -> bool:
+        replaced = {c.index for c in chosen if isinstance(c, kinks.Kink)} - {point.index}
+        edges = sorted(
+            {0, y.size, *(p.index for p in accepted), *(k.index for k in bends)} - replaced
+        )
+        i = edges.index(point.index)
+        a, b = edges[i - 1], edges[i + 1]
+        if (a, point.index, b) not in turns:
             alpha = _HIDDEN_STEP_SHARE * search._level_alpha(b - a)
             turn = _turn_beside_the_jump(y[a:b], point.index - a, alpha, search, search.min_size)
-            turns[point.index] = turn is not None
-        return turns[point.index]
+            turns[a, point.index, b] = turn is not None
+        return turns[a, point.index, b]
 
     i = 0
     while True:
@@ -1499,7 +1506,7 @@ def _breaks(
             if len(chosen) < width:
                 break
             levels = [c for c in chosen if isinstance(c, ChangePoint)]
-            if levels and not any(turning(p) for p in levels):
+            if levels and not any(turning(p, chosen) for p in levels):
                 continue
             change = _break_for(y, accepted, bends, chosen, search)
             if change is not None:
