@@ -22,6 +22,7 @@ from perfsleuth.stats.robust import (
     long_run_scale,
     remove_cycle,
     robust_scale,
+    robust_scale_tied,
     within_slope,
 )
 from tests.support.series import ar1_step, daily_with_shifts
@@ -494,6 +495,23 @@ def test_robust_scale_reads_rounding_as_ties_and_rare_moves_as_outliers() -> Non
     spiky[[3, 40, 70]] = [8.0, -2.0, 5.0]
     assert robust_scale(spiky) == 0.0
     assert robust_scale(spiky + 1e-18 * rng.standard_normal(98)) == 0.0
+
+
+def test_robust_scale_with_exactly_half_tied_is_the_moving_readings_scale() -> None:
+    """With exactly half the readings at one value, the median of an even count of deviations
+    is half the smallest other one: 81c09e4 gave idle-for-half-the-series a σ of .0015 for
+    noise of σ 3, and every dip of its busy half a "688 σ" effect and spike findings."""
+    rng = np.random.default_rng(1)
+    busy = 30.0 + rng.normal(0.0, 3.0, 1_000)
+    scale, tied = robust_scale_tied(np.concatenate([np.zeros(1_000), busy - busy.mean()]))
+    assert tied
+    assert scale == pytest.approx(3.0, rel=0.1)
+    y = np.zeros(2_000)
+    y[500:1_500] = busy
+    found = find_change_points(y)
+    start = next(p for p in found.points if p.index == 500)
+    assert start.effect == pytest.approx(10.0, rel=0.15)  # 30 over σ 3
+    assert found.spikes == ()
 
 
 def _every_block_difference_scale(x: np.ndarray, block: int) -> float:
