@@ -99,7 +99,7 @@ def robust_scale_tied(r: FloatArray) -> tuple[float, bool]:
     rounding = _ROUNDING * float(dev.max()) if dev.size else 0.0
     # half or more tied: counted, for with exactly half the median of an even count is half
     # the smallest other deviation (idle for half a series: its noise σ 1/2000 of the real)
-    tied = mad <= rounding or 2 * np.count_nonzero(dev <= rounding) >= dev.size
+    tied = bool(mad <= rounding or 2 * np.count_nonzero(dev <= rounding) >= dev.size)
     if tied:
         moving = dev[dev > rounding]
         mad = float(np.median(moving)) if moving.size >= _MOVING_SHARE * dev.size else 0.0
