@@ -64,14 +64,22 @@ def diff(old: list[dict], new: list[dict]) -> None:
         return
     f1 = [0.0, 0.0]
     indices = [0, 0]
+    worse = []
+    better = 0
     for pair in changed:
+        scores = []
         for side, row in enumerate(pair):
             at = sorted({i for i, _ in row["points"]})
-            f1[side] += f1_margin(row["bounds"], at)
+            scores.append(f1_margin(row["bounds"], at))
+            f1[side] += scores[-1]
             indices[side] += len(at)
+        better += scores[1] > scores[0]
+        if scores[1] < scores[0]:
+            worse.append(pair[1]["seed"])
     m = len(changed)
     print(f"their mean F1 against the bounds {f1[0] / m:.3f} → {f1[1] / m:.3f}, "
-          f"indices {indices[0]} → {indices[1]}")  # fmt: skip
+          f"indices {indices[0]} → {indices[1]}; F1 better in {better}, worse in "
+          f"{len(worse)} (seeds {worse[:20]})")  # fmt: skip
 
 
 def main() -> None:

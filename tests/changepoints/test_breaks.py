@@ -317,3 +317,37 @@ def test_a_growth_that_stops_is_a_break_at_the_stop() -> None:
         y[1_400:] = 0.0
         found = find_change_points(y)
         assert {(p.index, p.kind) for p in found.points} == {(1_400, "level"), (1_400, "slope")}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_growth_from_idle_starts_where_the_readings_first_move(seed: int) -> None:
+    """Idle (exact zeros), then growth from 0 in noise of σ 1, then idle again: the break at
+    the start is where the busy readings begin, not where their line clears the noise. Least
+    squares fits the first dozen busy readings (near 0) about as well on the idle line, and
+    the break came 11–14 readings late with those readings listed as spikes (d6d7d29: at 612,
+    614 and 611 for 600)."""
+    rng = np.random.default_rng(seed)
+    n = 2_000
+    y = np.zeros(n)
+    y[600:1_600] = 0.05 * np.arange(1_000) + rng.normal(0, 1, 1_000)
+    found = find_change_points(y)
+    expected = {(600, "level"), (600, "slope"), (1_600, "level"), (1_600, "slope")}
+    assert {(p.index, p.kind) for p in found.points} == expected, found.points
+    assert not found.spikes
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_slope_point_at_the_edge_of_idle_readings(seed: int) -> None:
+    """A continuous start and end of growth: idle, then a line rising from 0 (σ 1); a line
+    falling to 0, then idle. The kink was placed up to three readings off the still run's
+    edge, splitting it or leaving busy readings as its spikes (d6d7d29: 403 for 400 with three
+    spikes, 1,097 for 1,100)."""
+    rng = np.random.default_rng(seed)
+    n = 1_500
+    t = np.arange(n)
+    rising = np.where(t < 400, 0.0, 0.03 * (t - 400) + rng.normal(0, 1, n))
+    falling = np.where(t < 1_100, 0.03 * (1_100 - t) + rng.normal(0, 1, n), 0.0)
+    for y, at in ((rising, 400), (falling, 1_100)):
+        found = find_change_points(y)
+        assert [(p.index, p.kind) for p in found.points] == [(at, "slope")], found.points
+        assert not found.spikes

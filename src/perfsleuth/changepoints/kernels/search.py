@@ -131,7 +131,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, overload, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -1448,6 +1448,8 @@ def _describe(x: FloatArray, search: _Practical, first: int | None = _LOOK) -> _
         if bends or slope.any():
             accepted, bends, broken = _breaks(adjusted[:, 0], accepted, bends, search)
             rejected = [*rejected, *broken]
+        if bends or slope.any():
+            accepted, bends = _at_still_edges(adjusted[:, 0], accepted, bends, search)
     return _Description(
         scale, adjusted, periods, cycle, slope, accepted, rejected, bends, search.grain()
     )
@@ -1514,6 +1516,110 @@ def _breaks(
                 replaced += gone
                 break
         i += 1
+
+
+def _at_still_edges(
+    y: FloatArray, accepted: list[ChangePoint], bends: list[kinks.Kink], search: _Practical
+) -> tuple[list[ChangePoint], list[kinks.Kink]]:
+    """(level points, kinks) of a one-column description with lines, each change (a level
+    point, a kink or both at one reading) moved to the edge of a run of unmoving readings
+    (idle zeros, a pegged gauge) that opens or closes its span, when it splits that run or
+    leaves readings that move on its side, and those readings are not worth a point of their
+    own: readings that move are no part of a run that does not.
+
+    Least squares cannot place a change where only the noise starts: idle zeros, then growth
+    from 0 in noise of σ 1 fit about as well whether the first dozen busy readings (near 0)
+    sit on the idle line or on the rising one, and the break came 4–18 readings late with
+    those readings listed as spikes of the idle segment. Each side's own variance would
+    decide it (the still side's is 0); the fit has one. So the still edge takes the change
+    when the readings between move (no run of ``side`` of them is still: a rounded line's
+    stairs are still runs, but no regime's edges) and the change's advantage over the edge,
+    in variances of the moving side's noise (from its differences, which a description that
+    misfits the side does not inflate), is under the cost of a point whose shorter side is
+    the readings between (:func:`_cost`). The kink's slopes and the tests' statistics stay
+    those judged where the change was."""
+    n = y.size
+    moves = _moves(y[:, None], np.array([float(np.max(np.abs(y)))]))
+    if moves.size == 0:
+        return accepted, bends
+    side = max(search.min_size, kinks.MIN_SIDE)
+
+    def fit(points: list[ChangePoint], hinges: list[kinks.Kink]) -> tuple[FloatArray, ...]:
+        return _steps_and_hinges(
+            y, sorted(k.index for k in hinges), sorted(p.index for p in points)
+        )
+
+    resid = None  # of the description, fitted once a change has an edge to move to
+    for k in sorted({p.index for p in accepted} | {b.index for b in bends}):
+        edges = sorted({0, n, *(p.index for p in accepted), *(b.index for b in bends)})
+        a, b = edges[edges.index(k) - 1], edges[edges.index(k) + 1]
+        first = int(_still_until(moves, [a], n)[0])  # the end of a still run from a
+        inside = moves[(moves > a) & (moves < b)]
+        last = int(inside[-1]) if inside.size else a  # the start of a still run to b
+        candidates = []
+        if first - a >= side and b - first >= side and first != k:
+            candidates.append((first, slice(first, b)))
+        if b - last >= side and last - a >= side and last != k:
+            candidates.append((last, slice(a, last)))
+        candidates = [
+            (edge, moving) for edge, moving in candidates if _moving(moves, k, edge, side)
+        ]
+        for edge, moving in candidates:
+            resid = fit(accepted, bends)[0] if resid is None else resid
+            points = [_moved_edge(p, k, edge) for p in accepted]
+            hinges = [_moved_edge(x, k, edge) for x in bends]
+            moved, levels = fit(points, hinges)
+            variance = robust_mod.robust_scale(np.diff(y[moving])) ** 2 / 2.0
+            if variance <= 0.0:
+                continue
+            gain = float(moved @ moved - resid @ resid) / variance
+            if gain >= _cost(search.penalty, b - a, abs(k - edge), b - a):
+                continue
+            accepted = sorted(
+                (_remeasured(p, y, (a, b), levels) if p.index == edge else p for p in points),
+                key=lambda p: p.index,
+            )
+            bends = sorted(hinges, key=lambda x: x.index)
+            resid = moved
+            break
+    return accepted, bends
+
+
+def _remeasured(
+    point: ChangePoint, y: FloatArray, span: tuple[int, int], levels: FloatArray
+) -> ChangePoint:
+    """A moved level point's sides' means within ``span`` (its neighbours) and its step in
+    ``levels`` (the fit's steps)."""
+    at = point.index
+    return dataclasses.replace(
+        point,
+        mean_before=(float(np.mean(y[span[0] : at])),),
+        mean_after=(float(np.mean(y[at : span[1]])),),
+        shift=(float(levels[at] - levels[at - 1]),),
+    )
+
+
+def _moving(moves: NDArray[np.intp], one: int, other: int, side: int) -> bool:
+    """Whether the readings between rows ``one`` and ``other`` move: no run of ``side`` of
+    them unmoving (``moves``: the rows that move, :func:`_moves`)."""
+    lo, hi = min(one, other), max(one, other)
+    inside = moves[(moves > lo) & (moves < hi)]
+    return not bool(np.any(np.diff(np.concatenate([[lo], inside, [hi]])) >= side))
+
+
+_Edged = TypeVar("_Edged", ChangePoint, kinks.Kink)
+
+
+def _moved_edge(item: _Edged, old: int, new: int) -> _Edged:
+    """``item`` with the edge ``old`` (its index, start or stop) at ``new``."""
+    if old not in (item.index, item.start, item.stop):
+        return item
+    return dataclasses.replace(
+        item,
+        index=new if item.index == old else item.index,
+        start=new if item.start == old else item.start,
+        stop=new if item.stop == old else item.stop,
+    )
 
 
 def _break_for(
