@@ -351,3 +351,19 @@ def test_a_slope_point_at_the_edge_of_idle_readings(seed: int) -> None:
         found = find_change_points(y)
         assert [(p.index, p.kind) for p in found.points] == [(at, "slope")], found.points
         assert not found.spikes
+
+
+@pytest.mark.parametrize("seed", [2, 3, 6])
+def test_a_break_counts_its_position_once(seed: int) -> None:
+    """Idle, busy for the middle half rising 2.5 σ from 10, idle again (1,000 readings). The
+    BIC counted a break (a level and a slope point at one reading) as two positions, as many
+    as a kink and a level point apart: the stop was a slope point 17 readings early beside the
+    level point (seed 2), and the ramp a staircase of three inner level points (seeds 3 and 6;
+    40b1874). A break has one position."""
+    rng = np.random.default_rng(seed)
+    n, m = 1_000, 500
+    busy = 10.0 + 2.5 * np.arange(m) / m + rng.normal(0, 1, m)
+    y = np.concatenate([np.zeros(250), busy, np.zeros(250)])
+    found = find_change_points(y)
+    expected = {(250, "level"), (250, "slope"), (750, "level"), (750, "slope")}
+    assert {(p.index, p.kind) for p in found.points} == expected, found.points

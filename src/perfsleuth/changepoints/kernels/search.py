@@ -2305,10 +2305,11 @@ def _beside(
 
 def _hinged_fit(y: FloatArray, at: list[int], cuts: list[int]) -> tuple[Fit, FloatArray]:
     """:func:`_steps_and_hinges` as a description for :func:`_bic_scores`: ((residuals,
-    parameters), the steps' part of the fit). Parameters: a position and a level per step, a
-    position and a slope per hinge, the line's intercept and slope."""
+    parameters), the steps' part of the fit). Parameters: a level per step, a slope per
+    hinge, a position per reading where either changes (a break, a step and a hinge at one
+    reading, has one), the line's intercept and slope."""
     resid, steps = _steps_and_hinges(y, at, cuts)
-    return (resid[:, None], 2 * (len(cuts) + len(at)) + 2), steps
+    return (resid[:, None], len(cuts) + len(at) + len({*cuts, *at}) + 2), steps
 
 
 def _steps_and_hinges(
