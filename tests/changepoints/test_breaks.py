@@ -361,7 +361,7 @@ def test_a_break_counts_its_position_once(seed: int) -> None:
     level point (seed 2), and the ramp a staircase of three inner level points (seeds 3 and 6;
     40b1874). A break has one position."""
     rng = np.random.default_rng(seed)
-    n, m = 1_000, 500
+    m = 500
     busy = 10.0 + 2.5 * np.arange(m) / m + rng.normal(0, 1, m)
     y = np.concatenate([np.zeros(250), busy, np.zeros(250)])
     found = find_change_points(y)
