@@ -321,19 +321,20 @@ def test_a_growth_that_stops_is_a_break_at_the_stop() -> None:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_growth_from_idle_starts_where_the_readings_first_move(seed: int) -> None:
-    """Idle (exact zeros), then growth from 0 in noise of σ 1, then idle again: the break at
-    the start is where the busy readings begin, not where their line clears the noise. Least
-    squares fits the first dozen busy readings (near 0) about as well on the idle line, and
-    the break came 11–14 readings late with those readings listed as spikes (d6d7d29: at 612,
-    614 and 611 for 600)."""
+    """Idle (exact zeros), then growth from 0 in noise of σ 1, then idle again: the growth
+    starts where the busy readings begin, not where their line clears the noise, and the
+    level does not jump there. Least squares fits the first dozen busy readings (near 0)
+    about as well on the idle line, and the start was a break 11–14 readings late (a jump of
+    .9–1 to where the line had got) with those readings listed as spikes (d6d7d29: at 612, 614
+    and 611 for 600)."""
     rng = np.random.default_rng(seed)
     n = 2_000
     y = np.zeros(n)
     y[600:1_600] = 0.05 * np.arange(1_000) + rng.normal(0, 1, 1_000)
     found = find_change_points(y)
-    expected = {(600, "level"), (600, "slope"), (1_600, "level"), (1_600, "slope")}
+    expected = {(600, "slope"), (1_600, "level"), (1_600, "slope")}
     assert {(p.index, p.kind) for p in found.points} == expected, found.points
-    assert not found.spikes
+    assert not [i for i in found.spikes if 600 <= i < 620], found.spikes
 
 
 @pytest.mark.parametrize("seed", range(3))

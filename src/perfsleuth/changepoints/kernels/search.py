@@ -1449,7 +1449,8 @@ def _describe(x: FloatArray, search: _Practical, first: int | None = _LOOK) -> _
             accepted, bends, broken = _breaks(adjusted[:, 0], accepted, bends, search)
             rejected = [*rejected, *broken]
         if bends or slope.any():
-            accepted, bends = _at_still_edges(adjusted[:, 0], accepted, bends, search)
+            accepted, bends, small = _at_still_edges(adjusted[:, 0], accepted, bends, search)
+            rejected = [*rejected, *small]
     return _Description(
         scale, adjusted, periods, cycle, slope, accepted, rejected, bends, search.grain()
     )
@@ -1520,8 +1521,9 @@ def _breaks(
 
 def _at_still_edges(
     y: FloatArray, accepted: list[ChangePoint], bends: list[kinks.Kink], search: _Practical
-) -> tuple[list[ChangePoint], list[kinks.Kink]]:
-    """(level points, kinks) of a one-column description with lines, each change (a level
+) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
+    """(level points, kinks, level points dropped) of a one-column description with lines,
+    each change (a level
     point, a kink or both at one reading) moved to the edge of a run of unmoving readings
     (idle zeros, a pegged gauge) that opens or closes its span, when it splits that run or
     leaves readings that move on its side, and those readings are not worth a point of their
@@ -1541,7 +1543,7 @@ def _at_still_edges(
     n = y.size
     moves = _moves(y[:, None], np.array([float(np.max(np.abs(y)))]))
     if moves.size == 0:
-        return accepted, bends
+        return accepted, bends, []
     side = max(search.min_size, kinks.MIN_SIDE)
 
     def fit(points: list[ChangePoint], hinges: list[kinks.Kink]) -> tuple[FloatArray, ...]:
@@ -1550,6 +1552,7 @@ def _at_still_edges(
         )
 
     resid = None  # of the description, fitted once a change has an edge to move to
+    dropped: list[ChangePoint] = []
     for k in sorted({p.index for p in accepted} | {b.index for b in bends}):
         edges = sorted({0, n, *(p.index for p in accepted), *(b.index for b in bends)})
         a, b = edges[edges.index(k) - 1], edges[edges.index(k) + 1]
@@ -1575,14 +1578,22 @@ def _at_still_edges(
             gain = float(moved @ moved - resid @ resid) / variance
             if gain >= _cost(search.penalty, b - a, abs(k - edge), b - a):
                 continue
-            accepted = sorted(
-                (_remeasured(p, y, (a, b), levels) if p.index == edge else p for p in points),
-                key=lambda p: p.index,
-            )
+            remeasured = [
+                _remeasured(p, y, (a, b), levels) if p.index == edge else p for p in points
+            ]
+            # a level point whose jump the edge leaves under the effect floor is none (idle,
+            # then growth from 0: the level does not jump where the readings start to move)
+            small = [
+                p
+                for p in remeasured
+                if p.index == edge and abs(p.shift[0]) < search.min_effect * math.sqrt(variance)
+            ]
+            accepted = sorted((p for p in remeasured if p not in small), key=lambda p: p.index)
             bends = sorted(hinges, key=lambda x: x.index)
-            resid = moved
+            dropped += small
+            resid = fit(accepted, bends)[0] if small else moved
             break
-    return accepted, bends
+    return accepted, bends, dropped
 
 
 def _remeasured(
