@@ -1447,10 +1447,8 @@ def _describe(x: FloatArray, search: _Practical, first: int | None = _LOOK) -> _
         rejected = [*rejected, *replaced]
         if bends or slope.any():
             accepted, bends, broken = _breaks(adjusted[:, 0], accepted, bends, search)
-            rejected = [*rejected, *broken]
-        if bends or slope.any():
             accepted, bends, small = _at_still_edges(adjusted[:, 0], accepted, bends, search)
-            rejected = [*rejected, *small]
+            rejected = [*rejected, *broken, *small]
     return _Description(
         scale, adjusted, periods, cycle, slope, accepted, rejected, bends, search.grain()
     )
@@ -1523,11 +1521,12 @@ def _at_still_edges(
     y: FloatArray, accepted: list[ChangePoint], bends: list[kinks.Kink], search: _Practical
 ) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
     """(level points, kinks, level points dropped) of a one-column description with lines,
-    each change (a level
-    point, a kink or both at one reading) moved to the edge of a run of unmoving readings
-    (idle zeros, a pegged gauge) that opens or closes its span, when it splits that run or
-    leaves readings that move on its side, and those readings are not worth a point of their
-    own: readings that move are no part of a run that does not.
+    each change (a level point, a kink or both at one reading) moved to the edge of a run of
+    unmoving readings (idle zeros, a pegged gauge) that opens or closes its span, when it
+    splits that run or leaves readings that move on its side, and those readings are not
+    worth a point of their own: readings that move are no part of a run that does not. A
+    moved level point whose jump is then under ``min_effect`` σ of the moving side's noise
+    is dropped: growth from 0 does not jump where its readings start to move.
 
     Least squares cannot place a change where only the noise starts: idle zeros, then growth
     from 0 in noise of σ 1 fit about as well whether the first dozen busy readings (near 0)
