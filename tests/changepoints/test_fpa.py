@@ -136,9 +136,37 @@ def test_curves_asked_again_are_the_ones_computed_and_read_only() -> None:
         first = table.curve(n, phi, m, phi_estimated=est)
         again = table.curve(n, phi, m, phi_estimated=est)
         assert again is first and not first.flags.writeable
-        assert np.array_equal(first, table._curve(n, phi, m, est))
+        assert np.array_equal(first, table._curves_of([n], [phi], m, est)[0])
     with pytest.raises(ValueError, match="finite"):
         table.curve(500, math.nan, 5)
+
+
+def test_verdicts_looked_up_at_once_are_those_looked_up_one_by_one() -> None:
+    # the search reports thousands of dropped candidates, their curves interpolated at once:
+    # every (T, n, φ, α) must give exactly what a lookup of its own gives, off the grids and
+    # in the tails too (T ≤ 1, T = ∞, α and p beyond the tabulated probabilities)
+    table = fpa.load_table()
+    rng = np.random.default_rng(7)
+    k = 3000
+    lengths = np.concatenate([rng.integers(10, 40, 100), rng.integers(40, 3_000_000, k - 100)])
+    phis = np.concatenate([rng.uniform(-0.3, 0.99, k - 50), rng.uniform(-1.5, 1.5, 50)])
+    ts = np.exp(rng.uniform(-3.0, 5.0, k))
+    ts[:20], ts[20:30] = rng.uniform(0.0, 1.0, 20), math.inf
+    alphas = np.exp(rng.uniform(math.log(1e-9), math.log(0.5), k))
+    requests = [
+        (float(t), int(n), float(phi), float(a))
+        for t, n, phi, a in zip(ts, lengths, phis, alphas, strict=True)
+    ]
+    for m, est in [(2, True), (5, False), (1, True)]:
+        one_by_one = [
+            table.critical_and_p_value(t, n, phi, a, m, phi_estimated=est)
+            for t, n, phi, a in requests
+        ]
+        assert table.critical_and_p_values(requests, m, phi_estimated=est) == one_by_one
+    with pytest.raises(ValueError, match="finite"):
+        table.critical_and_p_values([(2.0, 500, math.nan, 0.05)], 5)
+    with pytest.raises(ValueError, match="cannot be split"):
+        table.critical_and_p_values([(2.0, 500, 0.3, 0.05), (2.0, 9, 0.3, 0.05)], 5)
 
 
 def test_min_size_off_the_grid_uses_the_next_smaller_one() -> None:

@@ -491,7 +491,7 @@ class FPATable:
         kept = self._curves
         curve = kept.get(key)
         if curve is None:
-            curve = self._curve(n, phi, min_size, phi_estimated)
+            curve = self._curves_of([n], [phi], min_size, phi_estimated)[0]
             curve.flags.writeable = False
             if len(kept) >= _CURVES_KEPT:
                 kept.clear()
@@ -502,34 +502,55 @@ class FPATable:
     def _curves(self) -> dict[tuple[float, float, int, bool], FloatArray]:
         return {}
 
-    def _curve(self, n: float, phi: float, min_size: int, phi_estimated: bool) -> FloatArray:
+    def _curves_of(
+        self, n: Sequence[float], phi: Sequence[float], min_size: int, phi_estimated: bool
+    ) -> FloatArray:
+        """:meth:`curve` of each (n, φ), uncached, as rows, interpolated at once: a long
+        search reports thousands of dropped candidates, each at its own length and φ, and one
+        curve at a time was most of their cost. A row is linear in log n between the two
+        tabulated lengths about it (beyond the grid, extrapolated) and in u(φ) between the two
+        φ about it; with ``phi_estimated``, each tail probability's φ is first shifted by its
+        offset, interpolated alike. (The grids are bisected as Python lists: the same indices
+        as ``np.searchsorted``, a fraction of the time.)"""
         if min_size < 1:
             raise ValueError(f"min_size must be >= 1, got {min_size}")
-        # (bisecting Python lists: the same indices as np.searchsorted, a fraction of the time)
         m_grid, log_n, _ = self._grids
         k = bisect.bisect_right(m_grid, min_size) - 1
-        if not n >= _min_length(min_size):
-            raise ValueError(f"a segment of length {n} cannot be split with min_size={min_size}")
-        if not math.isfinite(phi):
-            raise ValueError(f"phi must be finite, got {phi}")
-        ln = math.log(n)
-        i = min(max(bisect.bisect_right(log_n, ln) - 1, 0), len(log_n) - 2)
-        wn = (ln - log_n[i]) / (log_n[i + 1] - log_n[i])  # > 1 beyond the grid: extrapolate
-        j, wu = self._locate_one_phi(phi)
-        # both n rows at once (i and i + 1): the same arithmetic, element by element, in half
-        # the numpy calls (the search looks up thousands of curves)
-        rows = self.log_excess[i : i + 2, :, k, :]
+        rows_at, wns, phis_at, wus = [], [], [], []
+        for length, p in zip(n, phi, strict=True):
+            if not length >= _min_length(min_size):
+                raise ValueError(
+                    f"a segment of length {length} cannot be split with min_size={min_size}"
+                )
+            if not math.isfinite(p):
+                raise ValueError(f"phi must be finite, got {p}")
+            ln = math.log(length)
+            i = min(max(bisect.bisect_right(log_n, ln) - 1, 0), len(log_n) - 2)
+            rows_at.append(i)
+            wns.append((ln - log_n[i]) / (log_n[i + 1] - log_n[i]))
+            j, w = self._locate_one_phi(p)
+            phis_at.append(j)
+            wus.append(w)
+        i_at = np.array(rows_at, dtype=np.intp)[:, None] + np.arange(2)  # rows i and i + 1
+        j_at = np.array(phis_at, dtype=np.intp)
+        wn = np.array(wns)[:, None]
+        wu = np.array(wus)[:, None]
+        rows = self.log_excess[i_at, :, k, :]  # (points, 2, φ, p)
         if phi_estimated:
-            off = self.offset[i : i + 2, j : j + 2, k, :]
-            near = (1 - wu) * off[:, 0] + wu * off[:, 1]
-            shift = (1 - wn) * near[0] + wn * near[1]
+            off = self.offset[i_at[:, :, None], (j_at[:, None] + np.arange(2))[:, None, :], k, :]
+            near = (1 - wu[:, :, None]) * off[:, :, 0] + wu[:, :, None] * off[:, :, 1]
+            shift = (1 - wn) * near[:, 0] + wn * near[:, 1]
+            js, ws = self._locate_phi(np.array(phi, dtype=float)[:, None] + shift)
+            point = np.arange(len(rows_at))[:, None]
             cols = self._columns
-            js, wus = self._locate_phi(phi + shift)
-            lo, hi = (1 - wus) * rows[:, js, cols] + wus * rows[:, js + 1, cols]
-        else:  # one φ for every p: rows of the grid
-            lo, hi = (1 - wu) * rows[:, j] + wu * rows[:, j + 1]
+            lo = (1 - ws) * rows[point, 0, js, cols] + ws * rows[point, 0, js + 1, cols]
+            hi = (1 - ws) * rows[point, 1, js, cols] + ws * rows[point, 1, js + 1, cols]
+        else:
+            at = np.arange(len(rows_at))
+            lo = (1 - wu) * rows[at, 0, j_at] + wu * rows[at, 0, j_at + 1]
+            hi = (1 - wu) * rows[at, 1, j_at] + wu * rows[at, 1, j_at + 1]
         # Per-p lookups at different φ could cross; rearrange so the tail curve is monotone.
-        out: FloatArray = np.maximum.accumulate((1 - wn) * lo + wn * hi)
+        out: FloatArray = np.maximum.accumulate((1 - wn) * lo + wn * hi, axis=1)
         return out
 
     def critical_value(
@@ -578,11 +599,32 @@ class FPATable:
     ) -> tuple[float, float]:
         """(:meth:`critical_value`, :meth:`p_value`) from one interpolated curve: the search
         asks for both thousands of times, and the curve is the costly part."""
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-        if math.isnan(t):
-            raise ValueError("t is NaN")
+        _check_request(t, alpha)
         curve = self.curve(n, phi, min_size, phi_estimated=phi_estimated)
+        return self._critical_and_p_of(curve, t, alpha)
+
+    def critical_and_p_values(
+        self,
+        requests: Sequence[tuple[float, float, float, float]],
+        min_size: int = 1,
+        *,
+        phi_estimated: bool = False,
+    ) -> list[tuple[float, float]]:
+        """:meth:`critical_and_p_value` of many (t, n, φ, α), the same values: their curves
+        interpolated at once (a long search reports thousands of dropped candidates, each
+        with its own length and φ, and one curve at a time was most of their cost)."""
+        for t, _, _, alpha in requests:
+            _check_request(t, alpha)
+        curves = self._curves_of(
+            [n for _, n, _, _ in requests], [phi for _, _, phi, _ in requests], min_size,
+            phi_estimated,
+        )  # fmt: skip
+        return [
+            self._critical_and_p_of(curve, t, alpha)
+            for curve, (t, _, _, alpha) in zip(curves, requests, strict=True)
+        ]
+
+    def _critical_and_p_of(self, curve: FloatArray, t: float, alpha: float) -> tuple[float, float]:
         log_p = self._log_p
         fitted: list[tuple[float, float, float]] = []
 
@@ -597,6 +639,13 @@ class FPATable:
         if math.isinf(t):
             return critical, 0.0
         return critical, _tail_prob_at(t - 1.0, curve, log_p, tail)
+
+
+def _check_request(t: float, alpha: float) -> None:
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if math.isnan(t):
+        raise ValueError("t is NaN")
 
 
 def _tail_line(log_q: FloatArray, log_p: FloatArray) -> tuple[float, float, float]:

@@ -447,6 +447,38 @@ class FPATest:
             _log_mix(pval[0], pval[1], w),
         )
 
+    def assess_many(
+        self, requests: Sequence[tuple[float, int, float, float]], *, dims: float, min_size: int
+    ) -> list[Assessment]:
+        """:meth:`assess` of many (T, n, φ, α), the same verdicts: one table's curves
+        interpolated at once (:meth:`fpa.FPATable.critical_and_p_values`)."""
+        if self.table is None and dims > 1:
+            return [
+                self.assess(t, n=n, phi=phi, alpha=alpha, dims=dims, min_size=min_size)
+                for t, n, phi, alpha in requests
+            ]
+        table = fpa.load_table() if self.table is None else self.table
+        looked_up = table.critical_and_p_values(
+            requests, min_size, phi_estimated=self.phi_estimated
+        )
+        return [Assessment(*verdict) for verdict in looked_up]
+
+
+def _assessed(
+    test: SignificanceTest,
+    requests: Sequence[tuple[float, int, float, float]],
+    dims: float,
+    min_size: int,
+) -> list[Assessment]:
+    """``test``'s verdicts on many (T, n, φ, α): at once where the test can look them up so
+    (the FPA table's), else one by one."""
+    if isinstance(test, FPATest):
+        return test.assess_many(requests, dims=dims, min_size=min_size)
+    return [
+        test.assess(t, n=n, phi=phi, alpha=alpha, dims=dims, min_size=min_size)
+        for t, n, phi, alpha in requests
+    ]
+
 
 def _log_mix(a: float, b: float, w: float) -> float:
     if a <= 0.0 or b <= 0.0:
@@ -875,9 +907,19 @@ def _moves(x: FloatArray, magnitude: FloatArray) -> NDArray[np.intp]:
 def _still_until(moves: NDArray[np.intp], at: list[int], n: int) -> list[int]:
     """For each row in ``at``, the end (exclusive) of the run of unmoving rows it starts: the
     first of ``moves`` after it, or ``n``."""
-    ends = np.append(moves, n)
-    found: list[int] = ends[np.searchsorted(moves, np.array(at), side="right")].tolist()
+    if moves.size == 0:
+        return [n] * len(at)
+    after = np.searchsorted(moves, np.array(at), side="right")
+    # (no copy of ``moves`` with n appended: the pruning asks every round, 10⁶ rows each)
+    found: list[int] = np.where(
+        after < moves.size, moves[np.minimum(after, moves.size - 1)], n
+    ).tolist()
     return found
+
+
+def _moving_between(moves: NDArray[np.intp], lo: int, hi: int) -> NDArray[np.intp]:
+    """The rows of ``moves`` (sorted) strictly between ``lo`` and ``hi``."""
+    return moves[np.searchsorted(moves, lo, side="right") : np.searchsorted(moves, hi)]
 
 
 def _check_min_size(min_size: int) -> None:
@@ -1563,7 +1605,7 @@ def _at_still_edges(
         edges = sorted({0, n, *(p.index for p in accepted), *(b.index for b in bends)})
         a, b = edges[edges.index(k) - 1], edges[edges.index(k) + 1]
         first = int(_still_until(moves, [a], n)[0])  # the end of a still run from a
-        inside = moves[(moves > a) & (moves < b)]
+        inside = _moving_between(moves, a, b)
         last = int(inside[-1]) if inside.size else a  # the start of a still run to b
         candidates = []
         if first - a >= side and b - first >= side and first != k:
@@ -1620,7 +1662,7 @@ def _moving(moves: NDArray[np.intp], one: int, other: int, side: int) -> bool:
     """Whether the readings between rows ``one`` and ``other`` move: no run of ``side`` of
     them unmoving (``moves``: the rows that move, :func:`_moves`)."""
     lo, hi = min(one, other), max(one, other)
-    inside = moves[(moves > lo) & (moves < hi)]
+    inside = _moving_between(moves, lo, hi)
     return not bool(np.any(np.diff(np.concatenate([[lo], inside, [hi]])) >= side))
 
 
@@ -3193,17 +3235,11 @@ class _Practical:
             phi_null = max(phi_null, paper_statistic(own_sums, a, i, b)[1])
             return t, min(phi_null, phi_cap)
 
-        def verdict_of(t: float, phi: float, a: int, b: int) -> Callable[[], Assessment]:
-            """The test's verdict on T of [a, b) at ``phi``, to look up (the costly part of a
-            judgement: the table's curve at that length and φ)."""
-            return functools.partial(
-                self.test.assess,
-                t,
-                n=b - a,
-                phi=phi,
-                alpha=self._level_alpha(b - a),
-                dims=dims,
-                min_size=m,
+        def verdict_of(t: float, phi: float, a: int, b: int) -> Assessment:
+            """The test's verdict on T of [a, b) at ``phi`` (the costly part of a judgement:
+            the table's curve at that length and φ)."""
+            return self.test.assess(
+                t, n=b - a, phi=phi, alpha=self._level_alpha(b - a), dims=dims, min_size=m
             )
 
         def tested(
@@ -3218,7 +3254,7 @@ class _Practical:
             key = (a, i, b)
             if key not in tests:
                 t, phi = statistic(sums, a, i, b)
-                tests[key] = (t, phi, verdict_of(t, phi, a, b)())
+                tests[key] = (t, phi, verdict_of(t, phi, a, b))
             return tests[key]
 
         def judge(
@@ -3533,11 +3569,18 @@ class _Practical:
             phi_residuals: list[float],
         ) -> list[ChangePoint]:
             made = []
+            # the verdicts still to look up, at once: a long search drops thousands
+            pending = [
+                (t, j.stop - j.start, phi, self._level_alpha(j.stop - j.start))
+                for j, (t, phi, known) in zip(found, evidences, strict=True)
+                if known is None
+            ]
+            looked_up = iter(_assessed(self.test, pending, dims, m))
             for k, (judged, (t, phi_tested, known)) in enumerate(
                 zip(found, evidences, strict=True)
             ):
                 a, i, b = judged.start, judged.index, judged.stop
-                verdict = verdict_of(t, phi_tested, a, b)() if known is None else known
+                verdict = next(looked_up) if known is None else known
                 made.append(
                     ChangePoint(
                         index=i,
