@@ -346,7 +346,7 @@ def perfsleuth_with(options: dict[str, float]) -> Callable[[FloatArray], Detecti
     findings are those of :class:`~perfsleuth.ChangePointDetector` (``top_spikes`` largest spike
     runs of each series, or ``top_spikes=K`` among the options)."""
     from perfsleuth import find_change_points
-    from perfsleuth.changepoints.kernels.search import DEFAULT_TOP_SPIKES
+    from perfsleuth.changepoints.kernels.results import DEFAULT_TOP_SPIKES
 
     chosen = dict(options)
     top = int(chosen.pop("top_spikes", DEFAULT_TOP_SPIKES))

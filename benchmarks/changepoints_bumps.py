@@ -62,7 +62,8 @@ from changepoints_accuracy import (
 )
 
 from perfsleuth import find_change_points
-from perfsleuth.changepoints.kernels import fpa, search
+from perfsleuth.changepoints.kernels import fpa, search, spikes, statistic
+from perfsleuth.changepoints.kernels.level import _cost, _independent, _long_run_scale
 from perfsleuth.stats import robust
 
 SEED = 19850101  # Levin & Kline 1985
@@ -187,19 +188,19 @@ def with_bumps(
     level = x - (float(found.trend[0]) * t if found.trend else 0.0)
     if found.period is not None and found.fitted is not None:
         model = found.fitted[:, 0] - (float(found.trend[0]) * t if found.trend else 0.0)
-        cycle = model - search._segment_means(model.reshape(-1, 1), points)[:, 0]
+        cycle = model - statistic._segment_means(model.reshape(-1, 1), points)[:, 0]
         level = level - cycle
     centred = (level - level.mean()).reshape(-1, 1)
-    sym = search._symmetrised(centred)
-    resid = sym - search._segment_means(sym, points)
+    sym = statistic._symmetrised(centred)
+    resid = sym - statistic._segment_means(sym, points)
     floor = 1e-9 * float(np.ptp(sym)) or 1.0
-    noise = search._long_run_scale(resid[:, 0], floor, None)
-    own = centred - search._segment_means(centred, points)
+    noise = _long_run_scale(resid[:, 0], floor, None, m)
+    own = centred - statistic._segment_means(centred, points)
     phi_cap = max(noise[0], robust.persistence(own[:, 0])) + 2.0 * 3.0 / math.sqrt(n)
     phi_cap = max(phi_cap, noise[2])
-    independent = search._independent(n, [noise], robust.memory_cap(n), robust.longest_block(n))
+    independent = _independent(n, [noise], robust.memory_cap(n), robust.longest_block(n))
     unit = noise[1]
-    sigma = float(search._residual_scale(centred, [0, *points, n])[0])
+    sigma = float(spikes._residual_scale(centred, [0, *points, n])[0])
     added: list[int] = []
     for a, b in itertools.pairwise([0, *points, n]):
         length = b - a
@@ -213,13 +214,11 @@ def with_bumps(
         inside = j - i
         ssq = float(((seg - seg.mean()) ** 2).sum())
         z2 = ssq * excess / (1.0 + excess) / unit**2
-        cost = search._cost(search.DEFAULT_PENALTY, n, min(i - a, inside), independent)
+        cost = _cost(search.DEFAULT_PENALTY, n, min(i - a, inside), independent)
         if COST == "both":  # each edge pays for itself, at its own shorter side
-            cost += search._cost(search.DEFAULT_PENALTY, n, min(inside, b - j), independent)
+            cost += _cost(search.DEFAULT_PENALTY, n, min(inside, b - j), independent)
         else:  # one finding at the bump's scale: the shorter of inside and outside
-            cost = search._cost(
-                search.DEFAULT_PENALTY, n, min(inside, length - inside), independent
-            )
+            cost = _cost(search.DEFAULT_PENALTY, n, min(inside, length - inside), independent)
         mean_in = float(centred[i:j, 0].mean())
         outside = np.concatenate([centred[a:i, 0], centred[j:b, 0]])
         shift = abs(mean_in - float(outside.mean()))

@@ -39,12 +39,13 @@ from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
+from kernel_patch import bindings  # noqa: E402
 from scipy.ndimage import median_filter  # noqa: E402
 from scipy.signal import lfilter  # noqa: E402
 from scipy.stats import yeojohnson_normmax  # noqa: E402
 
 from changepoints import PERIOD, real_shaped, recall  # noqa: E402
-from perfsleuth.changepoints.kernels import search  # noqa: E402
+from perfsleuth.changepoints.kernels import search, statistic  # noqa: E402
 from perfsleuth.stats import robust  # noqa: E402
 
 FloatArray = npt.NDArray[np.float64]
@@ -119,7 +120,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.unit != "library":
         # the library's transform with the λ fit's unit replaced
-        search._symmetrised = functools.partial(search._symmetrised, unit=UNITS[args.unit])  # type: ignore[assignment]
+        replaced = functools.partial(statistic._symmetrised, unit=UNITS[args.unit])
+        for module in bindings("_symmetrised"):  # every kernel module that calls it
+            module._symmetrised = replaced  # type: ignore[attr-defined]
     if args.spiky:
         spiky_summary(args.spiky)
         return
@@ -129,7 +132,7 @@ def main() -> None:
             found = search.find_change_points(x).indices
             short, single = single_spike_segments(x, found)
             c = x - x.mean()
-            step = max(1, n // search._SYMMETRISE_FIT_POINTS)
+            step = max(1, n // statistic._SYMMETRISE_FIT_POINTS)
             std, mad = float(np.std(c)), robust.robust_scale(c)
             lam = {
                 name: float(yeojohnson_normmax(((c - np.median(c)) / s)[::step]))

@@ -22,7 +22,7 @@ import argparse
 
 import numpy as np
 
-from perfsleuth.changepoints.kernels import search
+from perfsleuth.changepoints.kernels import search, statistic
 
 SIZES = (0.0, 10.0, 100.0, 1e3, 3e3, 1e4, 1e6)
 
@@ -35,10 +35,10 @@ def series(spike: float, seed: int) -> np.ndarray:
 
 
 def fitted_lambda(y: np.ndarray) -> float:
-    """The transform's λ as ``search._symmetrised`` fits it (before the clamp)."""
-    column = search._centre(y[:, None])[:, 0]
-    z = (column - np.median(column)) / search._typical_spread(column, 1)
-    return search._yeojohnson_lambda(z)
+    """The transform's λ as ``statistic._symmetrised`` fits it (before the clamp)."""
+    column = statistic._centre(y[:, None])[:, 0]
+    z = (column - np.median(column)) / statistic._typical_spread(column, 1)
+    return statistic._yeojohnson_lambda(z)
 
 
 def zero_reading(n: int, where: str, seed: int) -> np.ndarray:

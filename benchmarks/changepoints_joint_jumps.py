@@ -2,7 +2,7 @@
 
 The joint test spreads a jump that some columns share over all of them and tests it at the φ
 of their segment, near 1 for random walks: two airlines' share prices, each found alone at its
-jump, were found jointly not at all. One column's lone jump (``search._lone_jump``) is therefore
+jump, were found jointly not at all. One column's lone jump (``level._lone_jump``) is therefore
 also a route to significance for several columns, each column judged at α / columns (a union
 bound). This prints, before (``--compare SRC``: another source tree) and now:
 

@@ -1,7 +1,7 @@
 """The lone jump judged on the series' own scale: null shares under skewed and heavy-tailed noise,
 and the power it buys for steps in persistent noise.
 
-A level point may pass by its segment's one outsized move (``search._lone_jump``), whatever the
+A level point may pass by its segment's one outsized move (``level._lone_jump``), whatever the
 test says. The move is judged on the series' own scale; this prints, before (``--compare SRC``:
 another source tree) and now:
 

@@ -36,24 +36,22 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from changepoints_accuracy import MIRROR_DEFAULT, NAB_DEFAULT, STRUCCHANGE_DEFAULT, corpus
+from kernel_patch import patched
 
 from perfsleuth import find_change_points
-from perfsleuth.changepoints.kernels import search
 
 _OFF = {"min_effect": 0.0, "min_relative_change": 0.0, "penalty": 0.0, "alpha": 0.99}
 
 
 @contextlib.contextmanager
 def _patched(spike_rule: bool = True, candidate_alpha: float | None = None) -> Iterator[None]:
-    saved = search._beyond_one_observation, search._CANDIDATE_ALPHA
+    values: dict[str, Any] = {}
     if not spike_rule:
-        search._beyond_one_observation = lambda *args: True  # type: ignore[assignment]
+        values["_beyond_one_observation"] = lambda *args: True
     if candidate_alpha is not None:
-        search._CANDIDATE_ALPHA = candidate_alpha  # type: ignore[misc]
-    try:
+        values["_CANDIDATE_ALPHA"] = candidate_alpha
+    with patched(values):
         yield
-    finally:
-        search._beyond_one_observation, search._CANDIDATE_ALPHA = saved  # type: ignore[misc]
 
 
 def _points(x: np.ndarray, spike_rule: bool = True, candidate_alpha: float | None = None,

@@ -26,33 +26,22 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
-from types import ModuleType  # noqa: E402
 from typing import Any  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from kernel_patch import bindings  # noqa: E402
+
 from changepoints import real_shaped  # noqa: E402
-from perfsleuth.changepoints.kernels import kinks, search, seeded  # noqa: E402
+from perfsleuth.changepoints.kernels import search  # noqa: E402
 from perfsleuth.stats import robust  # noqa: E402
 
-KERNELS: list[tuple[ModuleType, str]] = [
-    (seeded, "seeded_candidates"),
-    (seeded, "greedy"),
-    (seeded, "prune"),
-    (seeded, "refine"),
-    (search, "_long_run_scale"),
-    (robust, "persistence"),
-    (search, "_residual_scale"),
-    (search, "_symmetrised"),
-    (search, "_prefix"),
-    (search, "_segment_means"),
-    (search, "_significant_slopes"),
-    (search, "_without_cycle"),
-    (search, "_spikes"),
-    (search, "_with_kinks"),
-    (kinks, "judge"),
-    (kinks, "best_kink"),
-]
+# the kernels' functions, wrapped in every kernel module that calls them (``kernel_patch``)
+KERNELS = [
+    "seeded_candidates", "greedy", "prune", "refine", "_long_run_scale", "_residual_scale",
+    "_symmetrised", "_prefix", "_segment_means", "_significant_slopes", "_without_cycle",
+    "_spikes", "_with_kinks", "judge", "best_kink",
+]  # fmt: skip
 
 seconds: collections.Counter[str] = collections.Counter()
 faults: collections.Counter[str] = collections.Counter()
@@ -84,8 +73,12 @@ def main() -> None:
     args = parser.parse_args()
     x, _ = real_shaped(args.size, args.shifts, seed=args.size + args.shifts)
     search.find_change_points(x)  # warm-up: tables, caches, imports
-    for module, name in KERNELS:
-        setattr(module, name, counted(name, getattr(module, name)))
+    for name in KERNELS:
+        modules = bindings(name)
+        wrapped = counted(name, vars(modules[0])[name])
+        for module in modules:
+            setattr(module, name, wrapped)
+    robust.persistence = counted("persistence", robust.persistence)  # type: ignore[assignment]
     f0, t0 = _faults(), time.process_time()
     found = search.find_change_points(x)
     total, total_faults = time.process_time() - t0, _faults() - f0

@@ -35,7 +35,7 @@ import numpy as np
 from scipy.signal import lfilter
 
 from perfsleuth import find_change_points
-from perfsleuth.changepoints.kernels import search, seeded
+from perfsleuth.changepoints.kernels import level, search, seeded
 from perfsleuth.stats import robust
 
 GATES = ("no candidate", "small", "cost", "test", "later")
@@ -106,7 +106,7 @@ def diagnose(
     hits, gates, cap_share = 0, collections.Counter[str](), [0.0, 0.0]
     counts = [0, 0]
     cap = robust.memory_cap(n, 1)
-    real_run = search._Practical.run
+    real_run = level._Practical.run
     real_candidates, real_prune = seeded.seeded_candidates, seeded.prune
     for seed in range(reps):
         x = step_series(n, d, seed, phi)
@@ -117,13 +117,13 @@ def diagnose(
             recorder.first = False
             return out
 
-        search._Practical.run = run  # type: ignore[method-assign]
+        level._Practical.run = run  # type: ignore[method-assign]
         seeded.seeded_candidates = recorder.candidates(real_candidates)
         seeded.prune = recorder.prune(real_prune)
         try:
             found = find_change_points(x).indices
         finally:
-            search._Practical.run = real_run  # type: ignore[method-assign]
+            level._Practical.run = real_run  # type: ignore[method-assign]
             seeded.seeded_candidates, seeded.prune = real_candidates, real_prune
         hit = any(abs(i - n // 2) <= 1 for i in found)
         hits += hit

@@ -48,9 +48,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import changepoints_accuracy as ca
+from kernel_patch import bindings, patched
 
 from perfsleuth import find_change_points
-from perfsleuth.changepoints.kernels import search, seeded
+from perfsleuth.changepoints.kernels import level, search, seeded
 
 MARGIN = ca.MARGIN
 GATES = (
@@ -110,23 +111,16 @@ class Tracer:
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
-        saved = {
-            (search, "_describe"): search._describe,
-            (search._Practical, "run"): search._Practical.run,
-            (seeded, "seeded_candidates"): seeded.seeded_candidates,
-            (seeded, "greedy"): seeded.greedy,
-            (seeded, "prune"): seeded.prune,
-            (seeded, "refine"): seeded.refine,
-            (search, "_cost"): search._cost,
-            (search, "_beyond_one_observation"): search._beyond_one_observation,
-            (search, "_prune_with_trend"): search._prune_with_trend,
-            (search, "_with_kinks"): search._with_kinks,
-            (search, "_symmetrised"): search._symmetrised,
-            (search, "_long_run_scale"): search._long_run_scale,
-            (search, "_independent"): search._independent,
-        }
+        # the methods patched on their class, the functions in every kernel module binding them
+        run_of = level._Practical.run
+        names = (
+            "_describe", "seeded_candidates", "greedy", "prune", "refine", "_cost",
+            "_beyond_one_observation", "_prune_with_trend", "_with_kinks", "_symmetrised",
+            "_long_run_scale", "_independent",
+        )  # fmt: skip
         tracer = self
-        real: dict[str, Any] = {name: value for (_, name), value in saved.items()}
+        real: dict[str, Any] = {name: vars(bindings(name)[0])[name] for name in names}
+        real["run"] = run_of
         one_observation: list[tuple[int, int, int, bool]] = []
 
         def describe(x: Any, practical: Any, *rest: Any) -> Any:
@@ -244,13 +238,12 @@ class Tracer:
             "_with_kinks": with_kinks, "_symmetrised": symmetrised,
             "_long_run_scale": long_run_scale, "_independent": independent,
         }  # fmt: skip
+        level._Practical.run = wrappers.pop("run")  # type: ignore[method-assign]
         try:
-            for owner, name in saved:
-                setattr(owner, name, wrappers[name])
-            yield
+            with patched(wrappers):
+                yield
         finally:
-            for (owner, name), value in saved.items():
-                setattr(owner, name, value)
+            level._Practical.run = run_of  # type: ignore[method-assign]
 
 
 def near(points: list[int], at: int) -> bool:
@@ -371,37 +364,28 @@ def _no_cycle(x: Any, min_size: int, first: Any = None) -> Any:
     return x, (), np.zeros_like(x)
 
 
-OFF: dict[str, tuple[dict[str, Any], list[tuple[Any, str, Any]]]] = {
-    "cycle": ({}, [(search, "_without_cycle", _no_cycle)]),
-    "transform": ({}, [(search, "_symmetrised", lambda xc, unit=None: xc.copy())]),
-    "min_effect": ({"min_effect": 0.0}, []),
-    "cost": ({"penalty": 0.0}, []),
-    "one observation": ({}, [(search, "_beyond_one_observation", lambda *a: True)]),
-    "test": ({}, [(search, "_rejects", lambda *a: True)]),
-    "re-placement": ({}, [(seeded, "refine", lambda prefix, points, m, pinned=(): list(points))]),
-    "noise rounds": ({}, [(search, "_NOISE_ROUNDS", 1)]),
-    "trend": ({}, [(search, "_TREND_MIN_LENGTH", 10**12)]),
-    "log scale": ({}, [(search, "_may_grow", lambda *a: False)]),
+OFF: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "cycle": ({}, {"_without_cycle": _no_cycle}),
+    "transform": ({}, {"_symmetrised": lambda xc, unit=None: xc.copy()}),
+    "min_effect": ({"min_effect": 0.0}, {}),
+    "cost": ({"penalty": 0.0}, {}),
+    "one observation": ({}, {"_beyond_one_observation": lambda *a: True}),
+    "test": ({}, {"_rejects": lambda *a: True}),
+    "re-placement": ({}, {"refine": lambda prefix, points, m, pinned=(): list(points)}),
+    "noise rounds": ({}, {"_NOISE_ROUNDS": 1}),
+    "trend": ({}, {"_TREND_MIN_LENGTH": 10**12}),
+    "log scale": ({}, {"_may_grow": lambda *a: False}),
     "judgement (all four)": (
         {"min_effect": 0.0, "penalty": 0.0},
-        [
-            (search, "_beyond_one_observation", lambda *a: True),
-            (search, "_rejects", lambda *a: True),
-        ],
+        {"_beyond_one_observation": lambda *a: True, "_rejects": lambda *a: True},
     ),
 }
 
 
 def found_without(x: np.ndarray, gate: str) -> list[int]:
     kwargs, patches = OFF[gate]
-    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
-    try:
-        for owner, name, value in patches:
-            setattr(owner, name, value)
+    with patched(patches):
         return list(find_change_points(x, **kwargs).indices)
-    finally:
-        for owner, name, value in saved:
-            setattr(owner, name, value)
 
 
 @dataclasses.dataclass

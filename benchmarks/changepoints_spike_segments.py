@@ -3,7 +3,7 @@
 Two parts:
 
 * ``short`` — clean noise (Gaussian, lognormal σ = 1, exponential) of n readings judged on a
-  scale fitted to those n readings alone (``search._scaled_distance``): the share of segments
+  scale fitted to those n readings alone (``spikes._scaled_distance``): the share of segments
   with a false spike (> 5 robust σ), and the share of two +10 σ spikes found in n Gaussian
   readings, for n from 10 to 100 (seeded, ``--reps`` segments each);
 * ``length`` — with ``_SPIKE_OWN_SCALE`` (the readings a segment needs for a spread of its
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import changepoints_accuracy as accuracy
 
-from perfsleuth.changepoints.kernels import search
+from perfsleuth.changepoints.kernels import search, spikes
 
 LENGTHS = (10, 15, 20, 25, 30, 40, 50, 100)
 
@@ -43,7 +43,7 @@ def short(reps: int) -> None:
     for name, draw in noises.items():
         shares = []
         for n in LENGTHS:
-            hits = sum(bool((search._scaled_distance(draw(n)) > 5.0).any()) for _ in range(reps))
+            hits = sum(bool((spikes._scaled_distance(draw(n)) > 5.0).any()) for _ in range(reps))
             shares.append(f"{n}: {hits / reps:.3f}")
         print(f"  {name:12s}", ", ".join(shares))
     print("## two +10 σ spikes in Gaussian noise, share found on the segment's own scale")
@@ -54,7 +54,7 @@ def short(reps: int) -> None:
             x = rng.normal(size=n)
             at = rng.choice(n, 2, replace=False)
             x[at] += 10.0 * np.std(x)
-            hit += int((search._scaled_distance(x)[at] > 5.0).sum())
+            hit += int((spikes._scaled_distance(x)[at] > 5.0).sum())
         found.append(f"{n}: {hit / (2 * (reps // 4)):.3f}")
     print("  ", ", ".join(found))
 
@@ -64,10 +64,10 @@ def length(lengths: list[int]) -> None:
 
     metric = demo_data().metric
     cases, _ = accuracy.corpus(accuracy.NAB_DEFAULT, accuracy.STRUCCHANGE_DEFAULT, ["nab"])
-    saved = search._SPIKE_OWN_SCALE
+    saved = spikes._SPIKE_OWN_SCALE
     try:
         for own in lengths:
-            search._SPIKE_OWN_SCALE = own
+            spikes._SPIKE_OWN_SCALE = own
             demo = sum(
                 len(search.find_change_points(g["value"].to_numpy()).notable_spikes())
                 for _, g in metric.groupby(["entity", "metric"])
@@ -85,7 +85,7 @@ def length(lengths: list[int]) -> None:
             nab = ", ".join(f"{h} {t[0]}/{t[1]} with {t[2]}" for h, t in halves.items())
             print(f"  own spread from {own:3d} readings: demo spike findings {demo}; NAB {nab}")
     finally:
-        search._SPIKE_OWN_SCALE = saved
+        spikes._SPIKE_OWN_SCALE = saved
 
 
 def main() -> None:

@@ -44,7 +44,7 @@ from changepoints_accuracy import (
 )
 
 from perfsleuth import find_change_points
-from perfsleuth.changepoints.kernels import search
+from perfsleuth.changepoints.kernels import spikes
 
 
 def synthetic() -> dict[str, np.ndarray]:
@@ -85,10 +85,10 @@ def main() -> None:
         alternatives()
         return
     cases, _ = corpus(Path(NAB_DEFAULT), Path(STRUCCHANGE_DEFAULT), ["nab"], Path(MIRROR_DEFAULT))
-    default = search._SPIKE_FIT_TAIL
+    default = spikes._SPIKE_FIT_TAIL
     results = {}
     for tail in [float(t) for t in args.tails.split(",")]:
-        search._SPIKE_FIT_TAIL = tail  # type: ignore[misc]
+        spikes._SPIKE_FIT_TAIL = tail  # type: ignore[misc]
         print(f"## tail {tail}" + (" (default)" if tail == default else ""))
         for name, x in synthetic().items():
             res = find_change_points(x)
@@ -101,7 +101,7 @@ def main() -> None:
                 for name, r in results.items()
             }
             print(f"  nab, {k} spike finding(s) per series: {hits(cases, found)}")
-    search._SPIKE_FIT_TAIL = default  # type: ignore[misc]
+    spikes._SPIKE_FIT_TAIL = default  # type: ignore[misc]
     results = {c.name: find_change_points(np.asarray(c.values, float)) for c in cases}
     rng = np.random.default_rng(0)
     for k in (1, 2, 3):
@@ -164,8 +164,8 @@ def alternatives() -> None:
             ]
             found[case.name] = [*r.indices, *(s.index for s in apart[:2])]  # fmt: skip
         print(f"runs within {gap} readings of a change point left out: nab {hits(nab, found)}")
-    saved = search._bulk_symmetrised
-    search._bulk_symmetrised = lambda column: column - np.median(column)  # type: ignore[assignment]
+    saved = spikes._bulk_symmetrised
+    spikes._bulk_symmetrised = lambda column: column - np.median(column)  # type: ignore[assignment]
     try:
         found = {}
         for case in nab:
@@ -175,7 +175,7 @@ def alternatives() -> None:
         for name, x in synthetic().items():
             print(f"  {name:40} spikes {len(find_change_points(x).spikes)}")
     finally:
-        search._bulk_symmetrised = saved  # type: ignore[assignment]
+        spikes._bulk_symmetrised = saved  # type: ignore[assignment]
 
 
 if __name__ == "__main__":

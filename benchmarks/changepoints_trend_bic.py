@@ -2,12 +2,12 @@
 ``docs/changepoints-history.md``).
 
 ``benchmarks/changepoints.py``'s real-shaped series with two shifts (10⁵ and 10⁶ readings) are
-cut at both true shifts by every search, but ``search._prune_with_trend`` (BIC, "segment means +
+cut at both true shifts by every search, but ``trend._prune_with_trend`` (BIC, "segment means +
 common slopes") drops one or both for a steeper slope. For each subset of the true cuts, with the
-slope refitted as the pruning refits it (``search._significant_slopes``), this prints:
+slope refitted as the pruning refits it (``trend._significant_slopes``), this prints:
 
 * ``bic n``: the shipped criterion, n ln(RSS/n) + k ln n;
-* ``bic ν``: the same with the level test's effective count ν (``search._independent`` on the
+* ``bic ν``: the same with the level test's effective count ν (``level._independent`` on the
   fit's own residuals' long-run noise) in place of n, as the ninth round's rejected change
   (which held one ν, that of the fit the pruning starts from, for all the fits it compared);
 * ``bic n, 5σ``: n ln(RSS/n) + k ln n with every residual clipped at 5 robust σ;
@@ -24,7 +24,8 @@ import math
 import numpy as np
 
 from changepoints import real_shaped
-from perfsleuth.changepoints.kernels import search
+from perfsleuth.changepoints.kernels import search, trend
+from perfsleuth.changepoints.kernels.level import _independent
 from perfsleuth.stats import robust
 
 
@@ -38,7 +39,7 @@ def residuals(y: np.ndarray, slope: np.ndarray, cuts: list[int]) -> np.ndarray:
 def criteria(r: np.ndarray, params: int) -> tuple[float, float, float, float]:
     n = len(r)
     noise = [robust.long_run_noise(r)]
-    nu = search._independent(n, noise, robust.memory_cap(n), robust.longest_block(n))
+    nu = _independent(n, noise, robust.memory_cap(n), robust.longest_block(n))
     rss = float((r * r).sum())
     spread = robust.robust_scale(r)
     clipped = np.clip(r, -5 * spread, 5 * spread)
@@ -58,7 +59,7 @@ def main() -> None:
         x, truth = real_shaped(n, 2, seed=n + 2)
         y, _, _ = search._without_cycle(x[:, None], search._auto_min_size(n))
         for cuts in ([*truth], [truth[1]], [truth[0]], []):
-            slope = search._significant_slopes(y, cuts)
+            slope = trend._significant_slopes(y, cuts)
             params = 2 * len(cuts) + int(np.count_nonzero(slope))
             bic_n, bic_nu, bic_clipped, top = criteria(residuals(y, slope, cuts), params)
             print(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.signal import lfilter
 
-from perfsleuth.changepoints.kernels import search, seeded
+from perfsleuth.changepoints.kernels import level, results, search, seeded, spikes, statistic, trend
 from perfsleuth.changepoints.kernels.search import find_change_points
 from perfsleuth.errors import DataError
 from tests.support.series import ar1_step
@@ -41,7 +41,7 @@ def test_noise_free_steps_are_found(values: list[int], expected: tuple[int, ...]
 def test_rare_event_counts_are_not_a_staircase() -> None:
     # flat runs of one reading between moves are noise, not steps
     counts = [0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 3, 0, 0, 0, 0]
-    assert not search._staircase(np.asarray(counts, float), 5)
+    assert not level._staircase(np.asarray(counts, float), 5)
     assert find_change_points(counts).indices == ()
 
 
@@ -132,13 +132,13 @@ def test_the_floors_check_skips_only_a_search_that_would_repeat_itself(
     monkeypatch.setattr(search, "_steps_under_the_floor", noted)
     found = find_change_points(x)
     assert skipped == [True]  # the trend was kept, and its floor's check skipped the search
-    dropped = search._Dropped.__init__
+    dropped = level._Dropped.__init__
 
-    def forced(self: search._Dropped, *args: object, **kwargs: object) -> None:
+    def forced(self: level._Dropped, *args: object, **kwargs: object) -> None:
         dropped(self, *args, **kwargs)  # type: ignore[arg-type]
         self.same_without_floor = False
 
-    monkeypatch.setattr(search._Dropped, "__init__", forced)
+    monkeypatch.setattr(level._Dropped, "__init__", forced)
     again = find_change_points(x)
     assert again.points == found.points
     assert again.trend == found.trend
@@ -293,9 +293,9 @@ def test_two_gross_readings_a_few_apart_are_spikes_not_a_segment() -> None:
 def test_gross_residuals_are_bounded_in_a_bic_comparison_and_others_kept() -> None:
     rng = np.random.default_rng(2)
     resid = rng.standard_normal((300, 2))
-    assert search._bounded(resid) is resid  # nothing gross: the same array
+    assert trend._bounded(resid) is resid  # nothing gross: the same array
     resid[7, 1] = -1e6
-    bounded = search._bounded(resid)
+    bounded = trend._bounded(resid)
     assert bounded[:, 0].tolist() == resid[:, 0].tolist()
     assert -60.0 < bounded[7, 1] < -40.0  # 50 robust σ of N(0, 1)
     assert np.delete(bounded[:, 1], 7).tolist() == np.delete(resid[:, 1], 7).tolist()
@@ -303,22 +303,22 @@ def test_gross_residuals_are_bounded_in_a_bic_comparison_and_others_kept() -> No
     # where the residuals are one value (a noise-free fit), nothing is gross
     flat = np.zeros((50, 1))
     flat[3] = 5.0
-    assert search._bounded(flat) is flat
+    assert trend._bounded(flat) is flat
 
 
 def test_the_transforms_unit_is_the_spread_unless_a_few_readings_set_it() -> None:
     rng = np.random.default_rng(1)
     x = rng.standard_normal(200)
-    assert search._typical_spread(x, 1) == float(np.std(x))  # ordinary noise: the plain σ
+    assert statistic._typical_spread(x, 1) == float(np.std(x))  # ordinary noise: the plain σ
     x[30] += 3_000.0
-    capped = 2.0 * search._median_subsample_std(x, 5)  # the median over five, twice
-    assert search._typical_spread(x, 1) == capped
+    capped = 2.0 * statistic._median_subsample_std(x, 5)  # the median over five, twice
+    assert statistic._typical_spread(x, 1) == capped
     assert capped == pytest.approx(2.0, rel=0.2)  # not 212
     long = rng.standard_normal(40_000)
     long[[7, 9]] = 1e6
-    step = long.size // search._SYMMETRISE_FIT_POINTS  # 9 subsamples: the median was a guard
-    assert search._typical_spread(long, step) == search._median_subsample_std(long, step)
-    assert search._typical_spread(long, step) == pytest.approx(1.0, rel=0.05)
+    step = long.size // statistic._SYMMETRISE_FIT_POINTS  # 9 subsamples: the median was a guard
+    assert statistic._typical_spread(long, step) == statistic._median_subsample_std(long, step)
+    assert statistic._typical_spread(long, step) == pytest.approx(1.0, rel=0.05)
 
 
 def test_spikes_are_grouped_into_runs_largest_first() -> None:
@@ -465,16 +465,16 @@ def test_a_value_a_gauge_often_holds_does_not_shrink_the_noise(held: float) -> N
 def test_the_most_held_value_is_found_at_a_quartile(counts: list[float]) -> None:
     x = np.array(counts, dtype=float)
     values, seen = np.unique(x, return_counts=True)
-    assert search._most_held(x) == (values[seen.argmax()], seen.max())
-    assert search._most_held(np.full(5, 2.0)) is None
+    assert spikes._most_held(x) == (values[seen.argmax()], seen.max())
+    assert spikes._most_held(np.full(5, 2.0)) is None
 
 
 def test_a_counts_mode_is_no_point_mass_but_a_gauges_held_value_is() -> None:
     rng = np.random.default_rng(3)
     counts = rng.poisson(3.0, 1000).astype(float)
-    assert not search._point_mass(counts, *search._most_held(counts))
+    assert not spikes._point_mass(counts, *spikes._most_held(counts))
     gauge = np.where(rng.random(1000) < 0.3, 3.0, 3.0 + rng.normal(0.0, 1.0, 1000))
-    assert search._point_mass(gauge, 3.0, int(np.count_nonzero(gauge == 3.0)))
+    assert spikes._point_mass(gauge, 3.0, int(np.count_nonzero(gauge == 3.0)))
 
 
 @pytest.mark.parametrize(
@@ -511,7 +511,7 @@ def test_a_tied_series_tail_stays_finite_at_the_ends_of_the_floats(outliers: lis
     x = np.r_[np.zeros(20), outliers]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        size = search._tied_tail_distance(x)
+        size = spikes._tied_tail_distance(x)
     assert np.isfinite(size).all()
     assert size[-1] > 5.0
 
@@ -523,9 +523,9 @@ def test_the_tail_shape_from_three_quantiles(shape: float) -> None:
     def quantile(p: float) -> float:
         return -math.log1p(-p) if shape == 0 else ((1 - p) ** -shape - 1) / shape
 
-    found = search._pickands_shape(quantile(0.5), quantile(0.75), quantile(0.875))
+    found = spikes._pickands_shape(quantile(0.5), quantile(0.75), quantile(0.875))
     assert found == pytest.approx(shape)
-    assert search._pickands_shape(0.674, 1.150, 1.534) == 0.0
+    assert spikes._pickands_shape(0.674, 1.150, 1.534) == 0.0
 
 
 def test_points_are_ranked_by_effect() -> None:
@@ -829,7 +829,7 @@ def test_refine_leaves_pinned_points_where_they_are() -> None:
 
 
 def test_the_cost_of_a_point_follows_its_scale_and_the_noise_memory() -> None:
-    from perfsleuth.changepoints.kernels.search import _cost, _independent
+    from perfsleuth.changepoints.kernels.level import _cost, _independent
 
     n = 1000
     # penalty × 2 ln(e n / m): a change of half the series is one of few places, a burst of 8
@@ -862,18 +862,18 @@ def test_a_staircase_left_on_a_trend_by_the_search_with_no_slope_is_pruned() -> 
     step = 4.0 * (t >= 1500)
     trending = (noise + 2.0 * np.sin(2 * np.pi * t / 50) + 3.0 * t / n + step)[:, None]
 
-    def point(index: int) -> search.ChangePoint:
-        return search.ChangePoint(index, 0, 0, 0, 0, 0, math.nan, 0, 0, n, (0.0,), (0.0,))
+    def point(index: int) -> results.ChangePoint:
+        return results.ChangePoint(index, 0, 0, 0, 0, 0, math.nan, 0, 0, n, (0.0,), (0.0,))
 
-    assert not search._significant_slopes(trending, [1500, 3000]).any()
+    assert not trend._significant_slopes(trending, [1500, 3000]).any()
     no_grid = np.zeros(1)  # real-valued: no rounding floor
-    slope, kept, pruned = search._prune_with_trend(
+    slope, kept, pruned = trend._prune_with_trend(
         trending, np.zeros(1), [point(1500), point(3000)], no_grid
     )
     assert [p.index for p in kept] == [1500] and [p.index for p in pruned] == [3000]
     assert slope[0] > 0
     flat = (noise + step)[:, None]
-    slope, kept, pruned = search._prune_with_trend(
+    slope, kept, pruned = trend._prune_with_trend(
         flat, np.zeros(1), [point(1500), point(3000)], no_grid
     )
     assert [p.index for p in kept] == [1500, 3000] and not pruned and not slope.any()
@@ -913,18 +913,18 @@ def test_a_trend_found_by_the_first_start_is_not_searched_again_from_the_line(
     x = lfilter([1.0], [1.0, -0.5], rng.standard_normal(n)) + 6.0 * t / n
     x += 5.0 * ((t >= 700) & (t < 1400))
     slopes: list[float] = []
-    run = search._Practical.run
+    run = level._Practical.run
 
     def counted(self, level, slope=None, previous=None):  # type: ignore[no-untyped-def]
         if self.min_relative_change > 0:
             slopes.append(0.0 if slope is None else float(slope[0]))
         return run(self, level, slope, previous)
 
-    monkeypatch.setattr(search._Practical, "run", counted)
+    monkeypatch.setattr(level._Practical, "run", counted)
     found = find_change_points(x)
     assert [abs(i - c) <= 3 for i, c in zip(found.indices, (700, 1400), strict=True)] == [True] * 2
     assert found.trend[0] == pytest.approx(6.0 / n, rel=0.1)
-    line = float(search._significant_slopes(x[:, None], [])[0])
+    line = float(trend._significant_slopes(x[:, None], [])[0])
     assert len(slopes) == 3 and line not in slopes
 
 
@@ -942,14 +942,14 @@ def test_a_slope_is_searched_once_whatever_the_start(monkeypatch: pytest.MonkeyP
     for cut in cuts:
         x[cut:] += rng.uniform(3.0, 6.0) * sd
     slopes: list[bytes] = []
-    run = search._Practical.run
+    run = level._Practical.run
 
     def counted(self, level, slope=None, previous=None):  # type: ignore[no-untyped-def]
         if self.min_relative_change > 0:
             slopes.append(np.zeros(1).tobytes() if slope is None else slope.tobytes())
         return run(self, level, slope, previous)
 
-    monkeypatch.setattr(search._Practical, "run", counted)
+    monkeypatch.setattr(level._Practical, "run", counted)
     found = find_change_points(x)
     assert len(found.indices) == 2
     assert all(abs(i - c) <= 3 for i, c in zip(found.indices, cuts, strict=True))
@@ -977,7 +977,7 @@ def test_a_straight_line_in_persistent_noise_is_seldom_cut_into_steps() -> None:
 
 def test_every_dropped_candidate_carries_its_verdict() -> None:
     # A search's dropped candidates that the pruning never tested get their verdict when the
-    # result is read (``search._Dropped``): on a gradual ramp (flat → ramp → flat, rising 4
+    # result is read (``level._Dropped``): on a gradual ramp (flat → ramp → flat, rising 4
     # noise σ) every split is a candidate and several searches drop them, none of them read
     # but the kept description's. Read, each has the test's critical value and p-value, and
     # both say the same about it.
@@ -985,7 +985,7 @@ def test_every_dropped_candidate_carries_its_verdict() -> None:
     t = np.arange(float(n))
     x = np.clip(t - 0.3 * n, 0.0, 0.4 * n) * (4.0 / n) + np.random.default_rng(0).standard_normal(n)
     found = find_change_points(x)
-    testable = [p for p in found.rejected if p.stop - p.start >= search._testable(found.min_size)]
+    testable = [p for p in found.rejected if p.stop - p.start >= level._testable(found.min_size)]
     assert len(testable) >= 3
     for p in testable:
         assert math.isfinite(p.critical_value) and 0.0 <= p.p_value <= 1.0

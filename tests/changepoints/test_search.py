@@ -16,12 +16,12 @@ from perfsleuth.changepoints.kernels.search import (
     Assessment,
     ChangePoints,
     SignificanceTest,
-    _segment_medians,
     find_change_points,
     lag1_autocorrelation,
     residual_lag1_autocorrelation,
     two_partition,
 )
+from perfsleuth.changepoints.kernels.statistic import _segment_medians
 from perfsleuth.errors import DataError, NotEnoughDataError
 
 # With 300 series the false-positive count is Binomial(300, α); its 99.9% interval at α = .05 is

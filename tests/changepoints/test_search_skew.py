@@ -9,12 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from perfsleuth.changepoints.kernels.search import (
-    _symmetrised,
-    _yeojohnson,
-    _yeojohnson_lambda,
-    find_change_points,
-)
+from perfsleuth.changepoints.kernels.search import find_change_points
+from perfsleuth.changepoints.kernels.statistic import _symmetrised, _yeojohnson, _yeojohnson_lambda
 
 
 def ar1(n: int, phi: float, rng: np.random.Generator) -> np.ndarray:

@@ -93,7 +93,7 @@ def test_a_few_spikes_at_a_segments_end_are_not_a_step() -> None:
     had such steps, and the trend's alternation ran once more for them: 2.0 → 2.9 s)."""
     from functools import partial
 
-    from perfsleuth.changepoints.kernels.search import _cost
+    from perfsleuth.changepoints.kernels.level import _cost
 
     rng = np.random.default_rng(8)
     t = np.arange(2_000, dtype=float)

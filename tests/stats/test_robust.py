@@ -585,7 +585,7 @@ def test_difference_phi_of_counts_on_a_lattice() -> None:
     # Weekly counts of 0-3 with an outbreak, on the scale the search symmetrises them to:
     # both MADs of the robust phi landed on one lattice value (phi = .99, a random walk);
     # the counts are independent draws.
-    from perfsleuth.changepoints.kernels.search import _centre, _symmetrised
+    from perfsleuth.changepoints.kernels.statistic import _centre, _symmetrised
 
     for seed in (5, 7):
         rng = np.random.default_rng(seed)

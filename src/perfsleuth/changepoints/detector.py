@@ -48,13 +48,15 @@ from pydantic import Field, model_validator
 from pydantic.dataclasses import dataclass
 
 from perfsleuth.analysis import PARAMS, DetectorMixin, Summary
-from perfsleuth.changepoints.kernels.search import (
-    DEFAULT_MIN_EFFECT,
-    DEFAULT_PENALTY,
+from perfsleuth.changepoints.kernels.results import (
     DEFAULT_TOP_SPIKES,
     ChangePoint,
     ChangePoints,
     SpikeRun,
+)
+from perfsleuth.changepoints.kernels.search import (
+    DEFAULT_MIN_EFFECT,
+    DEFAULT_PENALTY,
     find_change_points,
 )
 from perfsleuth.findings import Evidence, Finding, Kind, Severity

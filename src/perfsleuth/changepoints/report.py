@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from plotly.graph_objects import Figure
 
     from perfsleuth.changepoints.detector import ChangePointAnalysis, SeriesChanges
-    from perfsleuth.changepoints.kernels.search import ChangePoint
+    from perfsleuth.changepoints.kernels.results import ChangePoint
 
 __all__ = ["MAX_SERIES", "section"]
 

@@ -1,0 +1,933 @@
+"""The level search of the default search (steps 3–5 of docs/changepoints.md): seeded candidates
+pruned between their neighbours — significant (the FPA test, or a lone jump), large enough,
+worth their cost and not resting on one observation — with the noise measured again about the
+points until they settle (:class:`_Practical`); the points it drops are read only when asked
+for (:class:`_Dropped`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, overload
+
+import numpy as np
+from numpy.typing import NDArray
+
+from perfsleuth.changepoints.kernels import grid, seeded
+from perfsleuth.changepoints.kernels.results import Assessment, ChangePoint
+from perfsleuth.changepoints.kernels.significance import FPATest, SignificanceTest, _assessed
+from perfsleuth.changepoints.kernels.spikes import _SPIKE_K, _residual_scale
+from perfsleuth.changepoints.kernels.statistic import (
+    _centre,
+    _effective_columns,
+    _moves,
+    _paper_statistics_1d,
+    _paper_terms,
+    _prefix,
+    _ratio,
+    _residual_lag1_columns,
+    _segment_means,
+    _still_until,
+    _symmetrised,
+)
+from perfsleuth.changepoints.kernels.trend import _ramp
+from perfsleuth.stats import robust as robust_mod
+
+FloatArray = NDArray[np.float64]
+_Indexed = Mapping[int, float] | FloatArray  # prefix sums: an array, or its values at some indices
+AlphaSpending = Literal["length", "none"]
+_NOISE_ROUNDS = 4  # re-measurements of the noise on the residuals; points settle in 2-3
+_CANDIDATE_ALPHA = 0.05  # level at which one seeded interval proposes its split
+_PRUNE_ROUNDS = 3  # prune, re-place, prune again: settles in one or two
+_PHI_CAP_SE = 2.0  # standard errors (≈ 3/√(n/s), s: pair_stride) added to the φ from differences
+_MAX_EXPONENT = 700.0  # e^700 ≈ 1e304: a bar no z² reaches, without overflow
+_SAME_PHI = 1e-6  # an implied φ this close to the AR(1) one: the AR(1) scale was the larger
+
+
+class _Dropped(Sequence[ChangePoint]):
+    """A search's dropped candidates, made into change points (the test's verdicts looked up)
+    when first read, from statistics and means taken when the search ended: only the
+    description finally kept is read, and on a gradual ramp, where every split is a
+    candidate, each of the trend's several searches drops thousands (lookups and points were
+    14 of 23 s at 10⁶ readings, ``benchmarks/changepoints_ramp_speed.py``)."""
+
+    def __init__(
+        self, count: int, build: Callable[[], list[ChangePoint]], same_without_floor: bool = False
+    ):
+        self._count = count
+        self._build: Callable[[], list[ChangePoint]] | None = build
+        self._points: list[ChangePoint] = []
+        # whether the search without the relative floor, started from the points kept, would
+        # make every judgement of this one's last round again (``_Practical.run``)
+        self.same_without_floor = same_without_floor
+
+    def _read(self) -> list[ChangePoint]:
+        if self._build is not None:
+            self._points, self._build = self._build(), None  # the search's arrays are freed
+        return self._points
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, k: int) -> ChangePoint: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[ChangePoint]: ...
+    def __getitem__(self, k: int | slice) -> ChangePoint | list[ChangePoint]:
+        return self._read()[k]
+
+    def __iter__(self) -> Iterator[ChangePoint]:
+        return iter(self._read())
+
+
+@dataclass(frozen=True, slots=True)
+class _Practical:
+    """The default search: seeded candidates, then every point judged between its neighbours
+    (:mod:`perfsleuth.changepoints.kernels.seeded`)."""
+
+    test: SignificanceTest
+    alpha: float
+    min_size: int
+    alpha_spending: AlphaSpending
+    max_depth: int | None
+    n: int
+    dims: int
+    min_effect: float
+    min_relative_change: float
+    penalty: float
+    log: Callable[..., None]
+    # the levels are logarithms (a series described on its log scale): a shift Δ is itself
+    # relative, 1 − e^−|Δ| of the larger level, whatever the levels are
+    log_levels: bool = False
+    # per column, the σ of the rounding error of the values on this scale (``grid``): the
+    # finest noise the data can show, 0 for real-valued data
+    resolution: FloatArray | None = None
+
+    def grain(self) -> FloatArray:
+        """The rounding σ per column (0: real-valued): the trend stage's floor on residual
+        σ (``_bic``)."""
+        return np.zeros(self.dims) if self.resolution is None else self.resolution
+
+    def run(
+        self, level: FloatArray, slope: FloatArray | None = None, previous: list[int] | None = None
+    ) -> tuple[list[ChangePoint], Sequence[ChangePoint]]:
+        """(kept, dropped) change points of ``level`` (n × dims, the series' units, cycle and
+        ``slope`` per observation removed); ``previous``: points of an earlier, similar search,
+        about which the noise is measured first (they only save rounds)."""
+        n, m = self.n, self.min_size
+        trend = np.zeros(self.dims) if slope is None else slope
+        centred = _centre(level)
+        sym = _symmetrised(centred)  # skewness out: T is judged on a near-Gaussian scale
+        test = dataclasses.replace(self.test, phi_estimated=False) if isinstance(
+            self.test, FPATest
+        ) else self.test  # fmt: skip
+        pl = _prefix(centred)
+        # prefix sums on the series' own scale, for its lag-1 autocorrelation (see ``tested``)
+        own_sums = (pl, _prefix(centred * centred), _prefix(centred[1:] * centred[:-1]))
+        offset = level.mean(axis=0)  # centred + offset = level
+
+        def paper_statistic(
+            sums: tuple[FloatArray, FloatArray, FloatArray], a: int, i: int, b: int
+        ) -> tuple[float, float]:
+            """The paper's T at ``i`` on [a, b), and the segment's lag-1 autocorrelation
+            under "no change" (both from prefix sums, O(1))."""
+            if self.dims == 1:
+                return paper_statistic_1d(sums, a, i, b)
+            ps, ps2, lag = sums
+            length = b - a
+            total = ps[b] - ps[a]
+            mean = total / length
+            whole = ps2[b] - ps2[a] - total * mean
+            left = ps[i] - ps[a]
+            right = total - left
+            within = whole - (left * left / (i - a) + right * right / (b - i) - total * mean)
+            num = (
+                lag[b - 1] - lag[a]
+                - mean * ((ps[b - 1] - ps[a]) + (ps[b] - ps[a + 1]))
+                + (length - 1) * mean * mean
+            )  # fmt: skip
+            den = np.where(whole > 0, whole, 1.0)
+            phi_null = float(np.max(np.where(whole > 0, num / den, 0.0)))
+            return _ratio(float(whole.sum()), float(within.sum())), phi_null
+
+        def paper_statistic_1d(
+            sums: tuple[FloatArray, FloatArray, FloatArray], a: int, i: int, b: int
+        ) -> tuple[float, float]:
+            """:func:`paper_statistic` of one column: the same arithmetic on scalars, without
+            numpy's per-call overhead (the pruning judges up to ~3 times per candidate)."""
+            whole, within, num = _paper_terms(sums, a, i, b)
+            phi_null = float(num / whole) if whole > 0 else 0.0
+            return _ratio(float(whole), float(within)), phi_null
+
+        def statistic(
+            sums: tuple[FloatArray, FloatArray, FloatArray], a: int, i: int, b: int
+        ) -> tuple[float, float]:
+            """(T, the φ tested) of the split at ``i`` of [a, b).
+
+            The φ tested is the segment's lag-1 autocorrelation under "no change" (the
+            paper's, which keeps the size at α) unless that exceeds all the persistence the
+            noise shows: its φ from first differences with two standard errors (≈ 3/√n
+            each), or the φ its long-run scale implies (dependence at longer range, seen by
+            the blocks). Other shifts inside the segment inflate the null estimate, and
+            with it the critical value, until no edge is significant: a run queue that
+            steps up and down every 30 of 150 readings has lag-1 autocorrelation .94 while
+            its noise has φ = .28 (+ .49); tested at .65 its four steps are found, none
+            before.
+
+            The null estimate is the larger of the lag-1 autocorrelations on the scale T is
+            judged on (skewness out) and on the series' own: the transform of skewed,
+            nonlinearly dependent noise lowers the lag-1 autocorrelation more than the
+            persistence (M/M/1 response times at ρ = .8: .88 transformed, .96 untransformed,
+            and a false change in .18 of 1,000-point series tested at the lower), while
+            spikes lower it on the series' own scale."""
+            t, phi_null = paper_statistic(sums, a, i, b)
+            phi_null = max(phi_null, paper_statistic(own_sums, a, i, b)[1])
+            return t, min(phi_null, phi_cap)
+
+        def verdict_of(t: float, phi: float, a: int, b: int) -> Assessment:
+            """The test's verdict on T of [a, b) at ``phi`` (the costly part of a judgement:
+            the table's curve at that length and φ)."""
+            return self.test.assess(
+                t, n=b - a, phi=phi, alpha=self._level_alpha(b - a), dims=dims, min_size=m
+            )
+
+        def tested(
+            sums: tuple[FloatArray, FloatArray, FloatArray],
+            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
+            a: int,
+            i: int,
+            b: int,
+        ) -> tuple[float, float, Assessment]:
+            """(T, the φ tested, the test's verdict) of the split at ``i`` of [a, b), kept in
+            ``tests``: pruning and re-placing judge most points again on the same segment."""
+            key = (a, i, b)
+            if key not in tests:
+                t, phi = statistic(sums, a, i, b)
+                tests[key] = (t, phi, verdict_of(t, phi, a, b))
+            return tests[key]
+
+        def judge(
+            z: FloatArray,
+            sums: tuple[FloatArray, FloatArray, FloatArray],
+            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
+            sigma: FloatArray,
+            points: list[int],
+            independent: float,
+        ) -> Callable[[int, int, int], seeded.Judged]:
+            """The verdict on a split at ``i`` of [a, b), each of them 0, n or one of
+            ``points`` (the pruning's)."""
+            pz = sums[0]
+
+            paid: dict[int, float] = {}  # the cost of each shorter side judged
+
+            def costs(nl: int, nr: int) -> float:
+                shorter = min(nl, nr)
+                if shorter not in paid:
+                    paid[shorter] = _cost(self.penalty, n, shorter, independent)
+                return paid[shorter]
+
+            measured = sigma > 0
+            unit = np.where(measured, sigma, 1.0)
+
+            ends = [0, *points, n]
+            # where each run of unmoving readings that starts at an end stops
+            still = dict(zip(ends, _still_until(moves, ends, n), strict=True))
+
+            def verdict(a: int, i: int, b: int) -> seeded.Judged:
+                if still[a] >= b:
+                    return seeded.Judged(i, a, b, 0.0, False, 0.0)
+                nl, nr = i - a, b - i
+                ml, mr = (pz[i] - pz[a]) / nl, (pz[b] - pz[i]) / nr
+                delta = float((nl * nr / (nl + nr)) * ((ml - mr) ** 2).sum())
+                lev_l, lev_r = (pl[i] - pl[a]) / nl + offset, (pl[b] - pl[i]) / nr + offset
+                shift = np.abs(lev_r - lev_l)
+                effect = np.where(measured, shift / unit, np.inf)
+                top = np.maximum(np.abs(lev_l + trend * i), np.abs(lev_r + trend * i))
+                relative = np.where(top > 0, shift / np.where(top > 0, top, 1.0), 0.0)
+                if log_levels:
+                    relative = -np.expm1(-shift)
+                large = bool(np.any(
+                    (effect >= self.min_effect) & (relative >= self.min_relative_change)
+                    & (shift > 0)
+                ))  # fmt: skip
+                cost = costs(nl, nr)
+                # the test last, and only when the pruning needs it (``significant``): it is
+                # the costly part, and most candidates fail before it; a segment of two single
+                # points cannot be tested (T is infinite there)
+                passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
+                passes = passes and _beyond_one_observation(z, columns, a, i, b, cost, 2 * m)
+                return seeded.Judged(i, a, b, delta, None if passes else False, float(effect.max()))
+
+            # One column (most series): the same arithmetic on Python floats, the prefix sums
+            # read once at the only indices a judgement asks for (numpy scalars cost several
+            # times as much an operation).
+            one_column = self.dims == 1
+            columns: list[tuple[_Indexed, _Indexed]] = [
+                (sums[0][:, j], sums[1][:, j]) for j in range(self.dims)
+            ]
+            if one_column:
+                pz1, pl1, pz2 = (
+                    dict(zip(ends, s[ends, 0].tolist(), strict=True)) for s in (pz, pl, sums[1])
+                )
+                columns = [(pz1, pz2)]
+            offset1, trend1, unit1 = float(offset[0]), float(trend[0]), float(unit[0])
+            measured1 = bool(measured[0])
+            min_effect, min_relative = self.min_effect, self.min_relative_change
+            log_levels = self.log_levels
+            testable = _testable(m)
+
+            def verdict_1d(a: int, i: int, b: int) -> seeded.Judged:
+                if still[a] >= b:
+                    return seeded.Judged(i, a, b, 0.0, False, 0.0)
+                nl, nr = i - a, b - i
+                ml, mr = (pz1[i] - pz1[a]) / nl, (pz1[b] - pz1[i]) / nr
+                gap = ml - mr
+                delta = float((nl * nr / (nl + nr)) * (gap * gap))
+                lev_l, lev_r = (pl1[i] - pl1[a]) / nl + offset1, (pl1[b] - pl1[i]) / nr + offset1
+                shift = abs(lev_r - lev_l)
+                effect = float(shift / unit1) if measured1 else math.inf
+                if log_levels:
+                    relative = -math.expm1(-shift)
+                else:
+                    top = max(abs(lev_l + trend1 * i), abs(lev_r + trend1 * i))
+                    relative = shift / top if top > 0 else 0.0
+                large = bool(effect >= min_effect and relative >= min_relative and shift > 0)
+                if not large and effect >= min_effect and shift > 0 and not log_levels:
+                    large = _relative_without_extremes(
+                        centred[:, 0], own_sums, offset1, trend1 * i, a, i, b, min_relative
+                    ) >= min_relative  # fmt: skip
+                cost = costs(nl, nr)
+                cheap = delta > 0 and delta >= cost and b - a >= testable
+                if cheap and not large and effect >= min_effect and shift > 0:
+                    floor_decided[0] = True  # only the relative floor failed it
+                passes = large and cheap
+                passes = passes and _beyond_one_observation(z, columns, a, i, b, cost, 2 * m)
+                return seeded.Judged(i, a, b, delta, None if passes else False, effect)
+
+            return verdict_1d if one_column else verdict
+
+        def significant(
+            sums: tuple[FloatArray, FloatArray, FloatArray],
+            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
+        ) -> Callable[[seeded.Judged], bool]:
+            def test(judged: seeded.Judged) -> bool:
+                a, i, b = judged.start, judged.index, judged.stop
+                t, _, outcome = tested(sums, tests, a, i, b)
+                level = self._level_alpha(b - a)
+                return _rejects(outcome, t, level) or _lone_jump_in_a_column(
+                    centred[a:b], i - a, level
+                )
+
+            return test
+
+        def pruned(
+            found: list[int], sigma: FloatArray
+        ) -> tuple[list[seeded.Judged], list[seeded.Judged]]:
+            """``found`` pruned with this round's noise, sums and tests (``sigma``: the effect
+            floor's σ about them)."""
+            verdict = judge(z, sums, tests, sigma, found, independent)
+            return seeded.prune(found, n, verdict, significant(sums, tests))
+
+        # The noise is first measured at short range (first differences, which a shift touches
+        # once), the points judged, then its long-run scale measured on the residuals about
+        # them, until the points settle: every point is judged against noise without the
+        # shifts. (Blocks measured over the whole series count the shifts as noise: four 25σ
+        # steps in 150 CPU readings gave a scale 25 times the noise and no point.)
+        points: list[int] = sorted(previous or [])
+        measured_about = points
+        short_range = not points
+        # whether a judgement of the round failed only for the relative floor (``_Dropped``)
+        floor_decided = [False]
+        # rounding, not noise, below a billionth of the series' range or the float precision
+        # of its values (with the slope added back: a line removed leaves only rounding)
+        magnitude = np.max(np.abs(level), axis=0) + np.abs(trend) * n
+        # Readings that do not move cannot change level: a segment of one constant reading (an
+        # idle service's zeros, a pegged gauge) is not split, whatever slope was removed from
+        # it. (Idle zeros less a trend's line are a line, which the search drew as a
+        # staircase of level points; at 10⁶ readings it took 16 s.)
+        moves = _moves(level + np.outer(_ramp(n), trend) if trend.any() else level, magnitude)
+        floors = [
+            max(1e-9 * float(np.ptp(sym[:, j])), grid.float_sigma(float(magnitude[j]))) or 1.0
+            for j in range(self.dims)
+        ]
+        layer: dict[int, int] = {}
+        # the effect floor's σ about some points (on ``centred``, the same every round)
+        residual_scales: dict[tuple[int, ...], FloatArray] = {}
+        kept: list[seeded.Judged] = []
+        dropped: list[seeded.Judged] = []
+        # A round only rescales ``sym`` (z = sym / σ): its prefix sums (of sym, sym² and
+        # sym_t sym_t+1) are taken once and rescaled, and, for one column, every seeded
+        # interval's best split is found once and its z² rescaled (``seeded.SplitMemo``).
+        own_scale = (_prefix(sym), _prefix(sym * sym), _prefix(sym[1:] * sym[:-1]))
+        memo = seeded.SplitMemo()
+        for _ in range(_NOISE_ROUNDS):
+            measured_about = points
+            floor_decided[0] = self.dims > 1  # the joint judge does not say
+            resid = sym - _segment_means(sym, points)
+            top = 1 if short_range else None
+            noise = [_long_run_scale(resid[:, j], floors[j], top, m) for j in range(self.dims)]
+            short_range = False
+            # the most persistence the noise shows the test (see ``tested``): its φ at short
+            # range with two standard errors, on the symmetrised scale or the series' own (as
+            # the null estimate), or the φ its long-run scale implies. (The φ estimated: the
+            # yardstick's is 0 where it is not told from independence, so measured again.)
+            own = centred - _segment_means(centred, points)
+            phi_cap = max(
+                *(
+                    phi or robust_mod.persistence(resid[:, j], max_block=top)
+                    for j, (phi, _, _) in enumerate(noise)
+                ),
+                *(robust_mod.persistence(own[:, j], max_block=top) for j in range(self.dims)),
+            ) + _PHI_CAP_SE * 3.0 / math.sqrt(n // robust_mod.pair_stride(n))
+            phi_cap = max(phi_cap, *(implied for _, _, implied in noise))
+            # how many independent observations the long-run yardstick rests on (``_cost``)
+            independent = _independent(
+                n, noise, robust_mod.memory_cap(n, top), robust_mod.longest_block(n, top)
+            )
+            unit = np.array([s for _, s, _ in noise])
+            z = sym / unit  # unit long-run variance
+            dims = _effective_columns(z) if self.dims > 1 else 1.0
+            critical_at = self._critical_z2(test, dims)
+            # prefix sums of z, z² and z_t z_{t+1}: every judgement is O(1)
+            sums = (own_scale[0] / unit, own_scale[1] / unit**2, own_scale[2] / unit**2)
+            if self.dims == 1:  # on sym's own scale, the thresholds in its units
+                var = float(unit[0]) ** 2
+                found_raw = seeded.seeded_candidates(
+                    sym, m, _at_level(critical_at, _CANDIDATE_ALPHA, var), self.max_depth,
+                    sums=own_scale[:2], memo=memo,
+                )  # fmt: skip
+                candidates = dataclasses.replace(found_raw, strength=found_raw.strength / var)
+            else:
+                candidates = seeded.seeded_candidates(
+                    z, m, _at_level(critical_at, _CANDIDATE_ALPHA), self.max_depth, sums=sums[:2]
+                )
+            chosen = seeded.greedy(candidates)
+            found = chosen.index.tolist()
+            layer = dict(zip(found, chosen.layer.tolist(), strict=True))
+            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]] = {}
+
+            dropped = []
+            # The effect floor's noise σ comes from the finer, then the pruned fit; a survivor
+            # is then moved to the best split between its final neighbours (a seeded interval's
+            # split can be a few observations off) and the survivors judged again. Not in the
+            # short-range round: its points only say where the long-run noise is first
+            # measured, and the next round judges them again (a long series' first round
+            # prunes thousands of candidates to hundreds, and each pruning re-tests them all).
+            for _ in range(1 if top == 1 else _PRUNE_ROUNDS):
+                key = tuple(found)
+                if key not in residual_scales:  # the rounds often prune the same points
+                    residual_scales[key] = _residual_scale(centred, [0, *found, n])
+                sigma = residual_scales[key]
+                kept, gone = pruned(found, sigma)
+                dropped += gone
+                burst = (
+                    _transients(
+                        kept,
+                        centred,
+                        float(sigma[0]),
+                        sums[0],
+                        functools.partial(_cost, self.penalty, n, independent=independent),
+                        2 * m,
+                        noise[0][0],
+                    )
+                    if self.dims == 1
+                    else set()
+                )
+                if burst:
+                    # judged again without them: their neighbours' segments now span the burst
+                    dropped += [k for k in kept if k.index in burst]
+                    found = [k.index for k in kept if k.index not in burst]
+                    kept, gone = pruned(found, sigma)
+                    dropped += gone
+                # A point that is its segment's one outsized move is where its change is, to
+                # the observation: the re-placing is for seeded splits a few observations off,
+                # and the largest z² of a segment that also leans can be far from its jump (a
+                # counter reset at 120 of 200 readings moved to 34, where it failed, and was lost).
+                jumps = [
+                    k.index
+                    for k in kept
+                    if _lone_jump_in_a_column(
+                        centred[k.start : k.stop],
+                        k.index - k.start,
+                        self._level_alpha(k.stop - k.start),
+                    )
+                ]
+                placed = seeded.refine(sums[0], [k.index for k in kept], m, jumps)
+                if placed == found:
+                    break
+                found = placed
+            self.log(
+                "change points: %d candidate(s), %d kept by the greedy pass, %d judged real",
+                len(candidates),
+                len(chosen),
+                len(kept),
+            )
+            if found == points:
+                break
+            points = found
+
+        def evidence(judged: seeded.Judged, final: bool) -> tuple[float, float, Assessment | None]:
+            """(T, the φ tested, the test's verdict: None while still to be looked up)."""
+            a, i, b = judged.start, judged.index, judged.stop
+            if b - a < _testable(m):
+                # a dropped candidate between close neighbours can sit in a segment too short
+                # for the test (two single points): it was never tested, so it has no verdict
+                return *paper_statistic(sums, a, i, b), Assessment(math.inf, math.nan)
+            if final:
+                return tested(sums, tests, a, i, b)
+            return tests.get((a, i, b)) or (*statistic(sums, a, i, b), None)
+
+        def evidences(
+            found: list[seeded.Judged],
+        ) -> list[tuple[float, float, Assessment | None]]:
+            """:func:`evidence` (not final) of many points; on one column, their statistics
+            taken at once (10⁶ readings drop ~4,000 candidates a search: 70 ms one by one)."""
+            if self.dims != 1 or not found:
+                return [evidence(j, False) for j in found]
+            a, i, b = (
+                np.array([getattr(j, k) for j in found], dtype=np.intp)
+                for k in ("start", "index", "stop")
+            )
+            t, phi = _paper_statistics_1d(sums, a, i, b)
+            own = _paper_statistics_1d(own_sums, a, i, b)[1]
+            judged_at = np.minimum(np.maximum(phi, own), phi_cap)  # as ``statistic``
+            out: list[tuple[float, float, Assessment | None]] = []
+            for j, tj, pj, qj in zip(
+                found, t.tolist(), phi.tolist(), judged_at.tolist(), strict=True
+            ):
+                if j.stop - j.start < _testable(m):
+                    out.append((tj, pj, Assessment(math.inf, math.nan)))  # as ``evidence``
+                else:
+                    out.append(tests.get((j.start, j.index, j.stop)) or (tj, qj, None))
+            return out
+
+        def means(found: list[seeded.Judged]) -> tuple[FloatArray, FloatArray]:
+            """Each point's means before and after it, the series' units (rows: the points)."""
+            a, i, b = (
+                np.array([getattr(j, k) for j in found], dtype=np.intp)
+                for k in ("start", "index", "stop")
+            )
+            before = (pl[i] - pl[a]) / (i - a)[:, None] + offset
+            return before, (pl[b] - pl[i]) / (b - i)[:, None] + offset
+
+        def as_points(
+            found: list[seeded.Judged],
+            evidences: list[tuple[float, float, Assessment | None]],
+            before: FloatArray,
+            after: FloatArray,
+            phi_residuals: list[float],
+        ) -> list[ChangePoint]:
+            made = []
+            # the verdicts still to look up, at once: a long search drops thousands
+            pending = [
+                (t, j.stop - j.start, phi, self._level_alpha(j.stop - j.start))
+                for j, (t, phi, known) in zip(found, evidences, strict=True)
+                if known is None
+            ]
+            looked_up = iter(_assessed(self.test, pending, dims, m))
+            for k, (judged, (t, phi_tested, known)) in enumerate(
+                zip(found, evidences, strict=True)
+            ):
+                a, i, b = judged.start, judged.index, judged.stop
+                verdict = next(looked_up) if known is None else known
+                made.append(
+                    ChangePoint(
+                        index=i,
+                        statistic=t,
+                        critical_value=verdict.critical_value,
+                        p_value=verdict.p_value,
+                        alpha=self._level_alpha(b - a),
+                        phi=phi_tested,
+                        phi_residual=phi_residuals[k],
+                        level=layer.get(i, 0),
+                        start=a,
+                        stop=b,
+                        mean_before=tuple(float(v) for v in before[k]),
+                        mean_after=tuple(float(v) for v in after[k]),
+                        strength=judged.strength,
+                        effect=judged.effect,
+                    )
+                )
+            return made
+
+        # The kept points in full. A point dropped in one round may be kept (or dropped again)
+        # in a later one: its last verdict counts. The dropped are made into points when read
+        # (``_Dropped``), from their statistics and means taken now: the arrays are not kept.
+        final = {j.index for j in kept}
+        # the kept points' segments are disjoint, so O(n) in all
+        phi_residual = [
+            float(_residual_lag1_columns(_centre(z[j.start : j.stop]), j.index - j.start).max())
+            for j in kept
+        ]
+        last = list({j.index: j for j in dropped if j.index not in final}.values())
+        last_evidence = evidences(last)
+        last_means = means(last)
+        made = as_points(kept, [evidence(j, True) for j in kept], *means(kept), phi_residual)
+        # Started from the points kept, a search without the relative floor measures the noise
+        # about them, as this one's last round did, and judges as it did where the floor never
+        # decided: where that round settled on them, it would end here too (with no point, it
+        # would start at short range instead)
+        kept_at = sorted(j.index for j in kept)
+        repeats = bool(kept) and kept_at == measured_about == found
+        return made, _Dropped(
+            len(last),
+            lambda: as_points(last, last_evidence, *last_means, [math.nan] * len(last)),
+            same_without_floor=repeats and not floor_decided[0],
+        )
+
+    def _critical_z2(
+        self, test: SignificanceTest, dims: float
+    ) -> Callable[[int, float | None], float]:
+        """Critical z² of a segment of a given length, at a given level or (None) at the level
+        spent on that length."""
+        m, n = self.min_size, self.n
+        try:
+            log_grid, log_crit = _spent_table(
+                test,  # type: ignore[arg-type]  # the shipped tests are frozen dataclasses
+                dims,
+                m,
+                n,
+                self.alpha,
+                self.alpha_spending,
+            )
+        except TypeError:  # a test that cannot be a cache key: tabulate it every time
+            log_grid, log_crit = _spent_table.__wrapped__(
+                test, dims, m, n, self.alpha, self.alpha_spending
+            )
+
+        def critical(length: int, alpha: float | None) -> float:
+            if alpha is not None:
+                return _exact_z2(test, dims, m, length, alpha)
+            return math.exp(float(np.interp(math.log(length), log_grid, log_crit)))
+
+        return critical
+
+    def _level_alpha(self, length: int) -> float:
+        return self.alpha * length / self.n if self.alpha_spending == "length" else self.alpha
+
+
+def _relative_without_extremes(
+    column: FloatArray,
+    sums: tuple[FloatArray, FloatArray, FloatArray],
+    offset: float,
+    drift: float,
+    a: int,
+    i: int,
+    b: int,
+    floor: float,
+) -> float:
+    """The relative change at ``i`` of [a, b) (one column, the series' own scale) with each
+    side's level taken without its observation furthest from it: a level is not set by one
+    value (two values 10⁶ times the median made a 4σ step 1.6% of the mean). O(1) when no
+    observation can move a level enough (bounded by the side's sum of squares); else one pass
+    over the segment, and none when even the most one value per side could move the levels
+    leaves the change below ``floor``."""
+    ps, ps2, _ = sums
+    levels, moves = [], []
+    for s, e in ((a, i), (i, b)):
+        k = e - s
+        if k < 2:
+            return 0.0
+        total = float(ps[e, 0] - ps[s, 0])
+        mean = total / k
+        ssq = max(float(ps2[e, 0] - ps2[s, 0]) - k * mean * mean, 0.0)
+        levels.append((s, e, k, total, mean))
+        moves.append(math.sqrt(ssq * (k - 1) / k) / (k - 1))
+    (_, _, _, _, ml), (_, _, _, _, mr) = levels
+    top = max(abs(ml + offset + drift), abs(mr + offset + drift)) - max(moves)
+    if top <= 0:
+        return math.inf
+    best = (abs(mr - ml) + sum(moves)) / top  # the most any one value per side can change
+    if best < floor:
+        return best
+    without = []
+    for s, e, k, total, mean in levels:
+        part = column[s:e]
+        far = float(part[int(np.argmax(np.abs(part - mean)))])
+        without.append((total - far) / (k - 1) + offset)
+    lev_l, lev_r = without
+    top = max(abs(lev_l + drift), abs(lev_r + drift))
+    return abs(lev_r - lev_l) / top if top > 0 else 0.0
+
+
+_JUMP_TAIL_INDEX: float | None = 3.0  # tail index the lone-jump test is calibrated for
+_JUMP_SAMPLE = 16  # other moves the lone-jump test looks at before all of them
+
+
+def _transients(
+    kept: list[seeded.Judged],
+    centred: FloatArray,
+    sigma: float,
+    z_sums: FloatArray,
+    cost: Callable[[int], float],
+    longest: int,
+    phi: float,
+) -> set[int]:
+    """The points of ``kept`` (sorted, each judged between its neighbours; one column) that
+    bound the decay of one outsized innovation of the noise, a spike run (the spikes report
+    it), not two changes of level: at most ``longest`` readings, shorter than the segments
+    either side, lying :data:`_SPIKE_K` σ or more off their level (the median), decaying at
+    least as fast as the noise forgets (their lag-1 ratio between 0 and its AR(1) ``phi``),
+    after which the series is back where it was (a split between the segments either side
+    would not pay its ``cost``: z², by its shorter side, from ``z_sums``, the prefix sums of
+    the series in long-run noise units).
+
+    On the log scale one heavy-tailed innovation of AR(1) noise decays over several readings
+    (×.6 a reading: 108, 64, 39, 23, 14 σ), and each such burst in 10⁶ readings made two
+    level points five readings apart. A plateau does not decay: a strike's seven weeks near
+    0 among 25,000 passengers a week are two changes (a ratio of 1). ``centred`` and
+    ``sigma``: the series on its own scale and its effect floor's σ."""
+    out: set[int] = set()
+    if sigma <= 0.0:
+        return out
+    for before, after in itertools.pairwise(kept):
+        a, i, j, c = before.start, before.index, after.index, after.stop
+        width, nl, nr = j - i, i - a, c - j
+        if i in out or not 2 <= width <= longest or width >= nl or width >= nr:
+            continue
+        gap = float((z_sums[c, 0] - z_sums[j, 0]) / nr - (z_sums[i, 0] - z_sums[a, 0]) / nl)
+        if nl * nr / (nl + nr) * gap * gap >= cost(min(nl, nr)):
+            continue  # the level moved: a change, whatever the readings between
+        off = centred[i:j, 0] - (centred[a:i, 0].sum() + centred[j:c, 0].sum()) / (nl + nr)
+        if float(np.median(np.abs(off))) < _SPIKE_K * sigma:
+            continue
+        lagged = float(off[:-1] @ off[:-1])
+        if lagged > 0.0 and 0.0 <= float(off[1:] @ off[:-1]) / lagged <= phi:
+            out |= {i, j}
+    return out
+
+
+def _lone_jump(segment: FloatArray, at: int, alpha: float) -> bool:
+    """Whether the step into ``segment[at]`` is the segment's one outsized move: its first
+    difference, about their median, at least ``alpha ** (-1 / 3)`` times every other one.
+
+    A random walk explains any shift of its segment means (the paper's T, tested at the
+    segment's lag-1 autocorrelation near 1, is never significant), but not a single move
+    many times its others: a level shift is one difference, a spike two of opposite signs.
+    For independent moves with a tail no heavier than a power law of index 3 (the "cubic
+    law" of price returns, heavier than Gaussian or exponential noise), the largest of them
+    exceeds c times the next largest with probability at most c⁻³, whatever the scale and
+    however many there are: so c = α^(−1/3) (2.7 at α = .05) keeps the level."""
+    if _JUMP_TAIL_INDEX is None or at < 1 or segment.size < 4:
+        return False
+    c = alpha ** (-1.0 / _JUMP_TAIL_INDEX)
+    # Quick necessary condition from a few other moves u (every |u − m| ≤ |jump − m| / c, m
+    # the median): c · range(u) / 2 ≤ |jump − m| ≤ min |jump − u| / (1 − 1/c). Most
+    # candidates of long series fail it, without the O(length) median.
+    step = segment[at] - segment[at - 1]
+    t = np.arange(0, segment.size - 1, max(1, segment.size // _JUMP_SAMPLE))
+    sample = segment[t[t != at - 1] + 1] - segment[t[t != at - 1]]
+    if sample.size >= 2:
+        nearest = float(np.min(np.abs(step - sample)))
+        if c * float(np.ptp(sample)) / 2 > nearest / (1.0 - 1.0 / c):
+            return False
+    d = np.diff(segment)
+    dev = np.abs(d - np.median(d))
+    jump = float(dev[at - 1])
+    dev[at - 1] = 0.0
+    return jump > 0 and jump >= c * float(dev.max())
+
+
+def _lone_jump_in_a_column(segment: FloatArray, at: int, alpha: float) -> bool:
+    """Whether the step into ``segment[at]`` is one column's one outsized move
+    (:func:`_lone_jump`), each of the segment's columns judged at ``alpha`` / their number: a
+    union bound, so the level holds however the columns depend on each other. A joint test
+    spreads a jump that some columns share over all of them, and tests it at the φ of their
+    segment, near 1 for random walks (two airlines' share prices, each of which jumps on the
+    same day: each found alone at p .12–.18 by the test, by its jump; jointly, not at all).
+
+    The search gives it the series' own moves (on its description's scale), not the
+    symmetrised ones: the bound needs no transform, and the transform's λ, fitted on all the
+    values, reads a step as skew and squeezes it (a 6 σ step at a third of AR(1) noise of
+    φ .9: found in .56 of series, .98 on the own moves; `changepoints_jump_scale.py`)."""
+    columns = segment.shape[1]
+    return any(_lone_jump(segment[:, j], at, alpha / columns) for j in range(columns))
+
+
+def _beyond_one_observation(
+    z: FloatArray,
+    columns: Sequence[tuple[_Indexed, _Indexed]],
+    a: int,
+    i: int,
+    b: int,
+    cost: float,
+    short: int = 0,
+) -> bool:
+    """Whether the split at ``i`` of [a, b) still pays ``cost`` (z², in long-run noise units)
+    without the most extreme observation of its shorter side, the one that pulls that side's
+    mean furthest from the other's: a shift that rests on one observation is a spike (listed in
+    ``ChangePoints.spikes``), not a change of level. O(1) from the prefix sums when no
+    observation of the side can carry the shift (its largest possible deviation is bounded by
+    the side's sum of squares); else one pass over the shorter side. ``columns``: per column,
+    the prefix sums of ``z`` and of ``z²`` (arrays, or mappings holding the indices asked).
+
+    A shorter side of at most ``short`` readings must also pay ``cost`` with its median for
+    its level: a shift that two or three readings among a few carry is a spike run. Three
+    readings of 0 among 1,000 ± 10, two of them 3 apart, made a 5-reading segment whose three
+    ordinary readings became "spikes" (`benchmarks/changepoints_gross_spike.py --zeros`).
+    Longer sides keep their means: there a level can be a rate of bursts, which the median
+    of a mostly idle series does not show."""
+    nl, nr = i - a, b - i
+    s, e, k = (a, i, nl) if nl <= nr else (i, b, nr)
+    if k < 2:
+        return False  # the whole side is one observation
+    weight = (k - 1) * (b - a - k) / (b - a - 1)
+    sides = []
+    bound = 0.0
+    for ps, ps2 in columns:
+        total = float(ps[b] - ps[a])
+        mean = float(ps[e] - ps[s]) / k
+        other = (total - mean * k) / (b - a - k)
+        ssq = max(float(ps2[e] - ps2[s]) - k * mean * mean, 0.0)
+        worst = math.sqrt(ssq * (k - 1) / k)  # the largest deviation the side can hold
+        sides.append((mean, other))
+        bound += weight * max(abs(mean - other) - worst / (k - 1), 0.0) ** 2
+    if k <= short:
+        middle = 0.0
+        for j, (mean, other) in enumerate(sides):
+            ranked = sorted(z[s:e, j].tolist())  # a few values: faster than np.median's overhead
+            median = (ranked[(k - 1) // 2] + ranked[k // 2]) / 2.0
+            middle += max(median - other if mean > other else other - median, 0.0) ** 2
+        if k * (b - a - k) / (b - a) * middle < cost:
+            return False
+    if bound >= cost:
+        return True
+    exact = 0.0
+    for j, (mean, other) in enumerate(sides):
+        part = z[s:e, j]
+        up = mean > other
+        without = (mean * k - float(part.max() if up else part.min())) / (k - 1)
+        exact += weight * max(without - other if up else other - without, 0.0) ** 2
+    return exact >= cost
+
+
+def _rejects(verdict: Assessment, statistic: float, alpha: float) -> bool:
+    """p ≤ α, or T above the critical value for a test without p-values (the paper's)."""
+    if math.isnan(verdict.p_value):
+        return statistic > verdict.critical_value
+    return verdict.p_value <= alpha
+
+
+def _exact_z2(test: SignificanceTest, dims: float, m: int, length: int, alpha: float) -> float:
+    """z² above which ``test`` rejects a segment of ``length`` of independent noise (kept: every
+    noise round asks again for every seeded layer's length)."""
+    try:
+        return _kept_exact_z2(test, dims, m, length, alpha)  # type: ignore[arg-type]
+    except TypeError:  # a test that cannot be a cache key: look it up every time
+        return _kept_exact_z2.__wrapped__(test, dims, m, length, alpha)
+
+
+@functools.lru_cache(maxsize=1024)
+def _kept_exact_z2(test: SignificanceTest, dims: float, m: int, length: int, alpha: float) -> float:
+    crit = test.assess(2.0, n=length, phi=0.0, alpha=alpha, dims=dims, min_size=m).critical_value
+    return (crit - 1.0) * max(length - 2, 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _spent_table(
+    test: SignificanceTest, dims: float, m: int, n: int, alpha: float, spending: str
+) -> tuple[FloatArray, FloatArray]:
+    """(log length, log critical z²) at the level spent on each length: smooth in log length,
+    so tabulated once (every length up to 32, 40 log-spaced beyond) and interpolated."""
+    shortest = max(2 * m, 3)
+    grid = np.unique(np.r_[np.arange(shortest, 33), np.geomspace(shortest, n, 40).round(), n])
+    grid = grid[(grid >= shortest) & (grid <= n)].astype(np.int64)
+    spent = [alpha * g / n if spending == "length" else alpha for g in grid]
+    crit = [_exact_z2(test, dims, m, int(g), a) for g, a in zip(grid, spent, strict=True)]
+    # (the paper's curve underflows to T_c = 1 for tiny lengths: floor it)
+    return np.log(grid), np.log(np.maximum(crit, 1e-300))
+
+
+def _at_level(
+    critical: Callable[[int, float | None], float], alpha: float, unit: float = 1.0
+) -> Callable[[int], float]:
+    """The critical z² of a length at ``alpha``, in ``unit``s (a variance) of z²."""
+    return lambda length: critical(length, alpha) * unit
+
+
+def _cost(penalty: float, n: int, shorter: int, independent: float) -> float:
+    """The z² (in long-run noise variances) a split must reach to be worth its cost.
+
+    ``penalty`` times 2 ln(e n / m), m the split's shorter side: about the largest z² that
+    noise alone reaches among the n/m places a change of that scale can sit (the maximum of K
+    independent χ²₁ is ≈ 2 ln K; the scale calibration of Dümbgen & Spokoiny 2001 and SMUCE,
+    Frick et al. 2014). A short bump (a busy period, a burst) is one of many possible and pays
+    more; a change of half the series is one of few. (The previous cost, ``penalty · ln n``
+    + ln(n (nl + nr)/(nl nr)), charged every split as if it were one of n single observations:
+    an M/M/1 service-time change at mid-series, ρ .2 → .3, z² ≈ 28, paid 36.9 and was found in
+    .34 of series.)
+
+    z² is measured against an *estimated* long-run variance, so it is heavier-tailed than χ²₁,
+    as Student's t² is, the more so the fewer independent observations ν the estimate rests on
+    (:func:`_independent`): ν ln(1 + z²/ν) (Wallace 1959) puts it on the χ²₁ scale, so a bar c
+    becomes ν (e^(c/ν) − 1). The bar is raised by the ratio of that for ν to that for n
+    independent observations (for which the penalty is set): M/M/1 response times at ρ = .8
+    (ν ≈ 60 of 1,000) pay about a third more, and showed false points in .13 of 1,000-point
+    series without it, .10 with it."""
+    scan = 2.0 * penalty * (1.0 + math.log(n / shorter))
+    if scan <= 0.0 or independent >= n:
+        return scan
+    persistent = independent * math.expm1(min(scan / independent, _MAX_EXPONENT))
+    return scan * persistent / (n * math.expm1(scan / n))
+
+
+def _independent(
+    n: int, noise: list[tuple[float, float, float]], memory_cap: float, longest_block: int
+) -> float:
+    """How many independent observations the long-run yardstick of :func:`_cost` rests on:
+    n over the integrated autocorrelation time (1 + φ)/(1 − φ), φ the one its scale implies,
+    when blocks set that scale (it exceeds the AR(1) scale, which n − 1 first differences
+    measure) below ``memory_cap`` — a memory at the cap is one the series cannot measure, so
+    its scale is a floor rather than an estimate (a random walk's: the lone-jump rule judges
+    its points); the most persistent such column; n otherwise. Never fewer than the
+    ``n / longest_block`` blocks the scale was measured on: a memory longer than the longest
+    block is one the blocks do not see (its φ comes from the first differences' scale), so
+    the estimate's own precision is that of its blocks (NAB's `rogue_agent_key_hold`, mostly
+    zeros: φ .98 says 18 of 1,882 readings, its 64-reading blocks 29)."""
+    blocks = [implied for phi, _, implied in noise if phi + _SAME_PHI < implied < memory_cap]
+    if not blocks:
+        return float(n)
+    phi = max(blocks)
+    return max(n * (1.0 - phi) / (1.0 + phi), n / longest_block)
+
+
+def _testable(min_size: int) -> int:
+    """The shortest segment the significance tests can judge: two parts of ``min_size``, and
+    never two single points."""
+    return max(2 * min_size, 3)
+
+
+def _long_run_scale(
+    x: FloatArray, floor: float, max_block: int | None, min_size: int
+) -> tuple[float, float, float]:
+    """(φ, long-run σ, the φ that σ implies) of one column's noise (blocks up to
+    ``max_block``; 1: the AR(1) scale alone), at least ``floor`` (finer is rounding, not
+    noise): the standard deviation for a mostly flat series, ``floor`` (tiny) for noise-free
+    data, whose shifts are infinitely significant: residuals that are exactly 0, or flat runs
+    of at least ``min_size`` readings between moves (a staircase; a constant column stays 0
+    anyway). Measured on the moves, such steps were their own noise: ``[1, 1, 1, 5, 5, 5]``
+    had no change point. (A σ of 0 means flat differences, which imply no φ whatever σ
+    replaces it.)"""
+    if _staircase(x, min_size):
+        return 0.0, floor, 0.0
+    phi, scale, implied = robust_mod.long_run_noise(x, max_block=max_block)
+    if scale > 0:
+        return phi, max(scale, floor), implied
+    spread = float(np.std(x))
+    return phi, spread if spread > floor else floor, implied
+
+
+def _staircase(x: FloatArray, min_size: int) -> bool:
+    """Whether ``x`` moves at least once and stays flat for at least ``min_size`` readings
+    before, between and after its moves (flat runs shorter than a segment may be, such as
+    rare-event counts 0, 0, 1, 0, are noise)."""
+    d = np.diff(x)
+    moves = np.count_nonzero(d)
+    if moves == 0 or (moves + 1) * min_size > x.size:
+        return False
+    runs = np.diff(np.concatenate(([-1], np.flatnonzero(d), [x.size - 1])))
+    return bool(runs.min() >= min_size)
