@@ -88,11 +88,13 @@ def power(reps: int) -> None:
 
 def competitions(reps: int) -> None:
     """The ``--power`` cells' competitions of the level points against the broken line alone
-    (``search._with_kinks``): how many, and how many the broken line wins counted at the
+    (``bends._with_kinks``): how many, and how many the broken line wins counted at the
     noise's effective count ν (the detector) and at n (as before the kink-ν round)."""
-    from perfsleuth.changepoints.kernels import search as search_mod
+    from kernel_patch import patched
 
-    bic, with_kinks = search_mod._bic, search_mod._with_kinks
+    from perfsleuth.changepoints.kernels import bends, trend
+
+    bic, with_kinks = trend._bic, bends._with_kinks
     scored: list[tuple[np.ndarray, int, float | None, np.ndarray | None]] = []
     inside = [False]
     alone = [False]  # whether the competition has a broken line alone
@@ -117,10 +119,9 @@ def competitions(reps: int) -> None:
         finally:
             inside[0] = False
 
-    search_mod._bic, search_mod._with_kinks = recorded, watched
     print(f"kink competitions in the --power cells, {reps} series per cell: "
           "competitions, broken line wins at ν, at n (series decided differently)")  # fmt: skip
-    try:
+    with patched({"_bic": recorded, "_with_kinks": watched}):
         for n in (40, 120):
             for phi in (0.0, 0.5, 0.9):
                 cells = []
@@ -143,8 +144,6 @@ def competitions(reps: int) -> None:
                             differ.append(rep)
                     cells.append(f"Δ={bend:g}: {held[0]} {held[1]} {held[2]} {differ}")
                 print(f"n={n:<4} φ={phi:<4} " + "  ".join(cells), flush=True)
-    finally:
-        search_mod._bic, search_mod._with_kinks = bic, with_kinks
 
 
 def corpus(half: str | None, groups: str) -> None:

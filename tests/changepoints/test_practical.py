@@ -10,7 +10,16 @@ import numpy as np
 import pytest
 from scipy.signal import lfilter
 
-from perfsleuth.changepoints.kernels import level, results, search, seeded, spikes, statistic, trend
+from perfsleuth.changepoints.kernels import (
+    edges,
+    level,
+    results,
+    search,
+    seeded,
+    spikes,
+    statistic,
+    trend,
+)
 from perfsleuth.changepoints.kernels.search import find_change_points
 from perfsleuth.errors import DataError
 from tests.support.series import ar1_step
@@ -273,8 +282,8 @@ def test_a_spike_in_the_first_reading_is_no_lone_jump() -> None:
         rng = np.random.default_rng(seed)
         x = 1000.0 + np.where(np.arange(60) < 30, 0.0, 100.0) + 10.0 * rng.standard_normal(60)
         x[0] = 0.0
-        assert search._lone_jumps(x[:, None], 0.05) in ([], [30]), seed
-        assert search._lone_jumps(x[::-1, None], 0.05) in ([], [30]), seed  # the last reading
+        assert edges._lone_jumps(x[:, None], 0.05) in ([], [30]), seed
+        assert edges._lone_jumps(x[::-1, None], 0.05) in ([], [30]), seed  # the last reading
         if seed == 4:
             assert find_change_points(x).indices == (30,)
 
@@ -798,7 +807,7 @@ def test_a_counter_reset_several_times_is_found_at_each_reset(n: int, shares: tu
         found = find_change_points(_reset_counter(seed, n, *at))
         assert [p.index for p in found.points if p.kind == "level"] == at
         assert found.trend[0] == pytest.approx(5.0, rel=0.2)  # teeth of 18–24 readings
-    assert search._lone_jumps(_reset_counter(0, n, *at)[:, None], 0.05) == at
+    assert edges._lone_jumps(_reset_counter(0, n, *at)[:, None], 0.05) == at
 
 
 def test_counts_whose_largest_moves_are_a_grid_step_apart_have_no_jump() -> None:
@@ -808,8 +817,8 @@ def test_counts_whose_largest_moves_are_a_grid_step_apart_have_no_jump() -> None
     rounding = 1.0 / math.sqrt(12.0)
     for seed in (15, 17):
         counts = np.cumsum(np.random.default_rng(seed).poisson(5, 400)).astype(float)[:, None]
-        assert len(search._lone_jumps(counts, 0.05)) >= 12
-        assert search._lone_jumps(counts, 0.05, rounding) == []
+        assert len(edges._lone_jumps(counts, 0.05)) >= 12
+        assert edges._lone_jumps(counts, 0.05, rounding) == []
 
 
 @pytest.mark.parametrize("jump", [-30.0, 30.0])
