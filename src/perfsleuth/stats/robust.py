@@ -94,12 +94,22 @@ def robust_scale_tied(r: FloatArray) -> tuple[float, bool]:
     rounding), so that σ came from the others."""
     # one scratch copy: the median reorders it, and the deviations, a multiset, do not care
     work = np.array(r, dtype=np.float64)
-    dev = np.abs(np.subtract(work, _median_in_place(work), out=work), out=work)
-    mad = _median_in_place(dev)  # (reorders dev: the values below do not depend on order)
-    rounding = _ROUNDING * float(dev.max()) if dev.size else 0.0
+    dev = _deviations_in_place(work, *_median_split(work))
+    mad, largest = _median_split(dev)  # (reorders dev: the values below do not depend on order)
+    if largest is None:
+        largest = float(dev.max()) if dev.size else 0.0
+        lower = None
+    else:  # dev is split at its lower middle rank: its largest and that rank's value are known
+        lower = float(dev[(dev.size - 1) // 2])
+    rounding = _ROUNDING * largest
     # half or more tied: counted, for with exactly half the median of an even count is half
-    # the smallest other deviation (idle for half a series: its noise σ 1/2000 of the real)
-    tied = bool(mad <= rounding or 2 * np.count_nonzero(dev <= rounding) >= dev.size)
+    # the smallest other deviation (idle for half a series: its noise σ 1/2000 of the real);
+    # half or more are at most the rounding exactly when the lower middle order statistic is
+    # (a count and a max of 10⁶ deviations were .65 of the 5.2 ms)
+    if lower is None:
+        tied = bool(mad <= rounding or 2 * np.count_nonzero(dev <= rounding) >= dev.size)
+    else:
+        tied = mad <= rounding or lower <= rounding
     if tied:
         moving = dev[dev > rounding]
         mad = float(np.median(moving)) if moving.size >= _MOVING_SHARE * dev.size else 0.0
@@ -575,7 +585,7 @@ def _pair_scales(*parts: FloatArray) -> list[float]:
     of 14–47 cases among them no change. The trimmed mean moves with every value."""
     devs, mads = [], []
     for r in parts:  # fresh arrays: reordered and overwritten, as in _mad_scale_in_place
-        dev = np.abs(r - _median_in_place(r), out=r)
+        dev = _deviations_in_place(r, *_median_split(r))
         mads.append(_median_in_place(dev))
         devs.append(dev)
     tol = [1e-9 * mad for mad in mads]
@@ -863,9 +873,7 @@ def _mad_scale_in_place(r: FloatArray) -> float:
     """:func:`_plain_mad_scale` of a scratch array, which it reorders and overwrites: a MAD
     does not depend on the order, and the medians then need no copies (the long-run scale
     takes two per block size of a long series)."""
-    centre = _median_in_place(r)
-    np.subtract(r, centre, out=r)
-    return _median_in_place(np.abs(r, out=r)) * _MAD
+    return _median_in_place(_deviations_in_place(r, *_median_split(r))) * _MAD
 
 
 _SELECT_FROM = 20_000  # from this many values, medians are selected inside a sampled bracket
@@ -897,15 +905,36 @@ def _median_in_place(a: FloatArray) -> float:
 
     Which is faster here is measured once (:func:`_quickselect_wins`). (A median of a million
     values is a few milliseconds, and a long search takes hundreds.)"""
+    return _median_split(a)[0]
+
+
+def _median_split(a: FloatArray) -> tuple[float, float | None]:
+    """(:func:`_median_in_place` of ``a``; ``a``'s largest value where the median left ``a``
+    partitioned around its lower middle rank, with no NaN, else None)."""
     n = a.size
     if n < _SELECT_FROM:
-        return float(np.median(a, overwrite_input=True))
+        return float(np.median(a, overwrite_input=True)), None
     ranks = [(n - 1) // 2, n // 2]  # np.median averages these order statistics
     middle = _sampled_middle(a, ranks[0])
     tied = np.count_nonzero(middle[1:] == middle[:-1]) >= _TIED * middle.size
     if tied or not _quickselect_wins():
-        return _selected_inside(a, ranks, middle[0], middle[-1])
+        return _selected_inside(a, ranks, middle[0], middle[-1]), None
     return _quickselected(a, ranks)
+
+
+def _deviations_in_place(a: FloatArray, centre: float, largest: float | None) -> FloatArray:
+    """``|a − centre|``, written over ``a``, ``centre`` and ``largest`` from
+    :func:`_median_split`. Where ``a`` is partitioned around the median, the values up to its
+    lower middle rank are at most ``centre`` and the others at least: their deviations are
+    ``centre − a`` and ``a − centre``, the same values (rounding is symmetric), in one pass
+    instead of two (.8 → .5 ms for 10⁶ values). A centre of 0 (signed zeros: −0 − +0 is −0,
+    where ``abs`` gives +0) or not finite takes ``abs``."""
+    if largest is not None and centre != 0.0 and math.isfinite(centre):
+        k = (a.size + 1) // 2
+        np.subtract(centre, a[:k], out=a[:k])
+        np.subtract(a[k:], centre, out=a[k:])
+        return a
+    return np.abs(np.subtract(a, centre, out=a), out=a)
 
 
 def _sampled_middle(a: FloatArray, rank: int) -> FloatArray:
@@ -919,16 +948,18 @@ def _sampled_middle(a: FloatArray, rank: int) -> FloatArray:
     return sample[max(centre - spread, 0) : centre + spread + 1]
 
 
-def _quickselected(a: FloatArray, ranks: list[int]) -> float:
-    """The mean of ``a``'s order statistics at ``ranks`` (two adjacent ranks, or one twice) by
-    one quickselect around the lower (``a`` is reordered)."""
+def _quickselected(a: FloatArray, ranks: list[int]) -> tuple[float, float | None]:
+    """(The mean of ``a``'s order statistics at ``ranks`` (two adjacent ranks, or one twice)
+    by one quickselect around the lower (``a`` is reordered); ``a``'s largest value, None
+    with NaN)."""
     a.partition(ranks[0])
     upper = a[ranks[0] :]
-    if np.isnan(upper.max()):
-        return float(np.median(a, overwrite_input=True))  # NaN, as np.median says
+    largest = float(upper.max())
+    if math.isnan(largest):
+        return float(np.median(a, overwrite_input=True)), None  # NaN, as np.median says
     if ranks[1] == ranks[0]:
-        return float(a[ranks[0]])
-    return float(np.mean(np.array([a[ranks[0]], upper[1:].min()])))
+        return float(a[ranks[0]]), largest
+    return float(np.mean(np.array([a[ranks[0]], upper[1:].min()]))), largest
 
 
 def _selected_inside(a: FloatArray, ranks: list[int], lo: float, hi: float) -> float:
@@ -973,6 +1004,6 @@ def _quickselect_wins() -> bool:
             times.append(time.perf_counter() - start)
         return min(times)
 
-    return best(lambda w: _quickselected(w, ranks)) < best(
+    return best(lambda w: _quickselected(w, ranks)[0]) < best(
         lambda w: _selected_inside(w, ranks, float(middle[0]), float(middle[-1]))
     )
