@@ -357,9 +357,12 @@ def judge(
     if scan is None or scan.denominator <= 0.0:
         return None
     beta = scan.numerator / scan.denominator
-    resid = scan.residual - beta * scan.hinge
-    fitted = y - resid
-    variance, phi = long_run(resid, rounding_share(fitted, rounding))
+    resid = np.multiply(scan.hinge, beta)
+    np.subtract(scan.residual, resid, out=resid)
+    # the fitted values, y − resid, only where they are read (most kinks fail before; a
+    # judgement of 10⁶ readings 62–66 → 57 ms with the residuals in one array)
+    share = rounding_share(y - resid, rounding) if rounding > 0.0 else 0.0
+    variance, phi = long_run(resid, share)
     if variance <= 0.0:
         return None
     # residuals of float rounding are not noise (an exact line's made a kink every 5 readings)
@@ -374,7 +377,8 @@ def judge(
     move = abs(beta) * shorter
     if sigma > 0.0 and move < min_effect * sigma:
         return None
-    near = fitted[: scan.k + 1] if scan.k <= n - 1 - scan.k else fitted[scan.k :]
+    part = slice(0, scan.k + 1) if scan.k <= n - 1 - scan.k else slice(scan.k, n)
+    near = y[part] - resid[part]
     if log_levels:
         if -math.expm1(-move) < min_relative_change:
             return None
@@ -384,7 +388,6 @@ def judge(
     bar = cost(n, shorter, independent)
     if z2 < bar:
         return None
-    part = slice(0, scan.k + 1) if scan.k <= n - 1 - scan.k else slice(scan.k, n)
     if not pays_without_a_spike(scan.numerator, scan.denominator, scan.hinge, scan.residual,
                                 part, variance, bar):  # fmt: skip
         return None
