@@ -14,21 +14,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from perfsleuth.changepoints.kernels import grid, kinks, trend_steps
-from perfsleuth.changepoints.kernels.level import (
-    _cost,
-    _Practical,
-)
-from perfsleuth.changepoints.kernels.results import (
-    ChangePoint,
-    Scale,
-    Segment,
-)
+from perfsleuth.changepoints.kernels.level import _cost, _Practical
+from perfsleuth.changepoints.kernels.results import ChangePoint, Scale, Segment
 from perfsleuth.changepoints.kernels.spikes import _residual_scale
-from perfsleuth.changepoints.kernels.statistic import (
-    _mean,
-    _segment_means,
-    _spread,
-)
+from perfsleuth.changepoints.kernels.statistic import _mean, _segment_means, _spread
 from perfsleuth.changepoints.kernels.trend import (
     _HIDDEN_STEP_SHARE,
     _MOST_TURNS,

@@ -155,11 +155,7 @@ from perfsleuth.changepoints.kernels.edges import (
     _lone_jumps,
     _steps_under_the_floor,
 )
-from perfsleuth.changepoints.kernels.level import (
-    AlphaSpending,
-    _cost,
-    _Practical,
-)
+from perfsleuth.changepoints.kernels.level import AlphaSpending, _cost, _Practical
 from perfsleuth.changepoints.kernels.results import (
     Assessment,
     ChangePoint,
