@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 from perfsleuth.changepoints.kernels import grid
 
 FloatArray = NDArray[np.float64]
+Scale = Literal["linear", "log"]  # the scale a description is on (step 6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +102,7 @@ class ChangePoint:
     kind: Literal["level", "slope"] = "level"
     slope_before: tuple[float, ...] = ()
     slope_after: tuple[float, ...] = ()
-    scale: Literal["linear", "log"] = "linear"
+    scale: Scale = "linear"
     level_at: tuple[float, ...] = ()
 
     @property
@@ -197,7 +198,7 @@ class ChangePoints:
     min_relative_change: float = 0.0
     penalty: float = 0.0
     spike_runs: tuple[SpikeRun, ...] = ()
-    scale: Literal["linear", "log"] = "linear"
+    scale: Scale = "linear"
 
     @property
     def period(self) -> int | None:
@@ -230,6 +231,3 @@ def _starts(points: Sequence[ChangePoint]) -> tuple[int, ...]:
     """The segment starts of ``points`` (sorted by index): a level and a slope point at one
     reading (a break, :func:`_breaks`) start one segment."""
     return tuple(dict.fromkeys(p.index for p in points))
-
-
-Scale = Literal["linear", "log"]
