@@ -190,6 +190,24 @@ def _lines_of_a_flat(
     return _lines_between_jumps(y, kept, search)
 
 
+def _ramp_instead_of_a_trend(
+    y: FloatArray, trend: Callable[[], Fit], flat: list[ChangePoint], search: _Practical
+) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]] | None:
+    """The flat description's ramp between two jumps (its level points ``flat``:
+    :func:`_lines_between_jumps`) in place of a trend kept (its description with its kinks:
+    ``trend()``), when the ramp describes ``y`` better by BIC at the noise's effective count;
+    else None. A common slope is one slope for every segment: where a series is idle, then
+    grows, then holds (a service that starts and saturates), the slope refitted inside the
+    level search's segments made the held level a falling line, cut into steps beside the
+    kinks (`benchmarks/changepoints_idle_ramp.py`)."""
+    kept, bends, replaced = _lines_between_jumps(y, flat, search)
+    if not bends:
+        return None
+    lines, _ = _hinged_fit(y, sorted(k.index for k in bends), sorted(p.index for p in kept))
+    own, ramp = _bic_scores(y[:, None], [trend(), lines], search.grain())
+    return (kept, bends, replaced) if ramp < own else None
+
+
 def _broken_line_instead(
     y: FloatArray,
     accepted: list[ChangePoint],
@@ -259,7 +277,7 @@ def _lines_between_jumps(
     likes best that passes is taken; else the points are kept as they are."""
     n = y.size
     ordered = sorted(accepted, key=lambda p: p.index)
-    if len(ordered) < 4:
+    if len(ordered) < 3:
         return accepted, [], []
     at = [p.index for p in ordered]
     rises = [p.mean_after[0] > p.mean_before[0] for p in ordered]
@@ -272,7 +290,7 @@ def _lines_between_jumps(
         for run in runs
         for i in (run[0] - 1, run[0])
         for j in (run[-1], run[-1] + 1)
-        if i >= 0 and j < len(at) and j - i >= 3  # at least two inner steps
+        if i >= 0 and j < len(at) and j - i >= 2  # at least one inner step
     }
     ramps = []
     for i, j in sorted(pairs):

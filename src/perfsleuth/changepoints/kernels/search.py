@@ -145,6 +145,7 @@ from perfsleuth.changepoints.kernels import grid, kinks
 from perfsleuth.changepoints.kernels.bends import (
     _lines_of_a_flat,
     _negligible,
+    _ramp_instead_of_a_trend,
     _with_kinks,
     _with_slope_points,
 )
@@ -778,6 +779,9 @@ def _describe(x: FloatArray, search: _Practical, first: int | None = _LOOK) -> _
                 accepted, bends, replaced = _lines_of_a_flat(
                     adjusted[:, 0], accepted, judged, search
                 )
+            elif ramp := _ramp_instead_of_a_trend(adjusted[:, 0], fit, flat[1], search):
+                slope, accepted, rejected = flat
+                accepted, bends, replaced = ramp
         else:
             accepted, bends, replaced = _lines_of_a_flat(adjusted[:, 0], accepted, judged, search)
         rejected = [*rejected, *replaced]
