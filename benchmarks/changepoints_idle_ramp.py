@@ -6,9 +6,9 @@ the same jumps at 50 and 150 with flat steps between them in place of the ramp.
 The ramp runs 20 → 50 over 100 readings (.3 a reading), and the flat level after the cap is
 60; the noise is AR(1) (φ and σ given per cell). The staircase rival has four steps of +7.5 at
 70, 90, 110 and 130 between the jumps. Each cell prints the points a series (an index counts
-once), how many series have none, the start and the cap found within 5 readings, and the
-series with a slope point (a ramp's line). For the staircase it also prints its four inner
-steps found within 5.
+once), how many series have none, the start and the cap found within 5 readings, the series
+with a slope point (a ramp's line) and those whose points are exactly the two breaks. For the
+staircase it also prints its four inner steps found within 5.
 
 ``--busy``: instead, a busy stretch between two idle ones — zeros for the first quarter, 10
 rising ``rise`` σ over the middle half (white noise, σ 1), zeros again — at 400, 1,000 and
@@ -31,6 +31,8 @@ from perfsleuth import find_change_points
 
 START, CAP, END = 50, 150, 200
 INNER = (70, 90, 110, 130)  # the staircase rival's steps
+# the ramp's right answer: a level and a slope point at the start and at the cap
+TWO_BREAKS = {(START, "level"), (START, "slope"), (CAP, "level"), (CAP, "slope")}
 
 
 def idle_ramp_flat(
@@ -83,10 +85,10 @@ def main() -> None:
         busy(args.reps)
         return
     print(f"{args.reps} series a cell; found: a point within 5 readings")
-    print("shape      σ    φ    points  none  start  cap   sloped  inner steps")
+    print("shape      σ    φ    points  none  start  cap   sloped  two breaks  inner steps")
     for stairs in (False, True):
         for sigma, phi in ((1.0, 0.0), (2.0, 0.0), (1.0, 0.5)):
-            counts, starts, caps, sloped, inner = [], 0, 0, 0, 0
+            counts, starts, caps, sloped, breaks, inner = [], 0, 0, 0, 0, 0
             for seed in range(args.reps):
                 found = find_change_points(idle_ramp_flat(seed, sigma, phi, stairs))
                 indices = found.indices
@@ -94,12 +96,13 @@ def main() -> None:
                 starts += any(abs(i - START) <= 5 for i in indices)
                 caps += any(abs(i - CAP) <= 5 for i in indices)
                 sloped += any(p.kind == "slope" for p in found.points)
+                breaks += {(p.index, p.kind) for p in found.points} == TWO_BREAKS
                 inner += sum(any(abs(i - c) <= 5 for i in indices) for c in INNER)
             shape = "staircase" if stairs else "ramp"
             steps = f"{inner}/{len(INNER) * args.reps}" if stairs else "–"
             print(
                 f"{shape:<10} {sigma:<4.1f} {phi:<4.1f} {np.mean(counts):<7.2f} "
-                f"{counts.count(0):<5} {starts:<6} {caps:<5} {sloped:<7} {steps}"
+                f"{counts.count(0):<5} {starts:<6} {caps:<5} {sloped:<7} {breaks:<11} {steps}"
             )
 
 
