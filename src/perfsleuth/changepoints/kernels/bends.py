@@ -28,6 +28,8 @@ from perfsleuth.changepoints.kernels.trend import (
 from perfsleuth.stats import robust as robust_mod
 
 FloatArray = NDArray[np.float64]
+# a description's (level points, kinks, level points dropped), as its lines replace points
+Lines = tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]
 
 
 def _turn_beside_the_jump(
@@ -180,7 +182,7 @@ def _lines_of_a_flat(
     accepted: list[ChangePoint],
     judged: Callable[..., list[kinks.Kink]],
     search: _Practical,
-) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
+) -> Lines:
     """The lines a flat one-column description may hold: a broken line alone
     (:func:`_broken_line_instead`), else a ramp between two jumps
     (:func:`_lines_between_jumps`) — (level points, kinks, level points dropped)."""
@@ -192,7 +194,7 @@ def _lines_of_a_flat(
 
 def _ramp_instead_of_a_trend(
     y: FloatArray, trend: Callable[[], Fit], flat: list[ChangePoint], search: _Practical
-) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]] | None:
+) -> Lines | None:
     """The flat description's ramp between two jumps (its level points ``flat``:
     :func:`_lines_between_jumps`) in place of a trend kept (its description with its kinks:
     ``trend()``), when the ramp describes ``y`` better by BIC at the noise's effective count;
@@ -213,7 +215,7 @@ def _broken_line_instead(
     accepted: list[ChangePoint],
     judged: Callable[..., list[kinks.Kink]],
     search: _Practical,
-) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
+) -> Lines:
     """A one-column series with no common slope kept: its level points, or the kinks of a
     broken line alone when that describes it better by BIC at the noise's effective count, as
     in :func:`_with_kinks` — (level points, kinks, level points dropped).
@@ -262,9 +264,7 @@ def _broken_line_instead(
     return accepted, [], []
 
 
-def _lines_between_jumps(
-    y: FloatArray, accepted: list[ChangePoint], search: _Practical
-) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
+def _lines_between_jumps(y: FloatArray, accepted: list[ChangePoint], search: _Practical) -> Lines:
     """A flat one-column description whose staircase is a ramp between two jumps (a service
     that starts, grows and saturates): (level points, kinks, level points dropped).
 

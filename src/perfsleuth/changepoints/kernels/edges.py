@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from perfsleuth.changepoints.kernels import kinks, trend_steps
 from perfsleuth.changepoints.kernels.bends import (
+    Lines,
     _hinged_fit,
     _steps_and_hinges,
     _turn_beside_the_jump,
@@ -38,7 +39,7 @@ FloatArray = NDArray[np.float64]
 
 def _breaks(
     y: FloatArray, accepted: list[ChangePoint], bends: list[kinks.Kink], search: _Practical
-) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
+) -> Lines:
     """(level points, kinks, level points replaced) of a trending one-column description,
     with each crash where the growth changes too — the level jumps and the slope changes at
     the same reading (Perron's model C) — drawn as a level point and a kink at that reading,
@@ -101,7 +102,7 @@ def _breaks(
 
 def _at_still_edges(
     y: FloatArray, accepted: list[ChangePoint], bends: list[kinks.Kink], search: _Practical
-) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]]:
+) -> Lines:
     """(level points, kinks, level points dropped) of a one-column description with lines,
     each change (a level point, a kink or both at one reading) moved to the edge of a run of
     unmoving readings (idle zeros, a pegged gauge) that opens or closes its span, when it
@@ -220,7 +221,7 @@ def _break_for(
     bends: list[kinks.Kink],
     chosen: Sequence[ChangePoint | kinks.Kink],
     search: _Practical,
-) -> tuple[list[ChangePoint], list[kinks.Kink], list[ChangePoint]] | None:
+) -> Lines | None:
     """(level points, kinks, level points replaced) with the adjacent change points
     ``chosen`` replaced by a break into two lines between their neighbours when it passes
     :func:`_breaks`' tests, else None."""
