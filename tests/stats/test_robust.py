@@ -22,6 +22,7 @@ from perfsleuth.stats.robust import (
     long_run_scale,
     remove_cycle,
     robust_scale,
+    robust_scale_bound,
     robust_scale_tied,
     within_slope,
 )
@@ -512,6 +513,31 @@ def test_robust_scale_with_exactly_half_tied_is_the_moving_readings_scale() -> N
     start = next(p for p in found.points if p.index == 500)
     assert start.effect == pytest.approx(10.0, rel=0.15)  # 30 over σ 3
     assert found.spikes == ()
+
+
+def test_robust_scale_bound_holds_for_any_values() -> None:
+    """The O(1) bound from a sum of squares (``bends._steps_beside``'s gate skips the medians
+    below it) is never below the robust σ: normal, skewed, spiky, stepped, mostly tied (a
+    tenth moving, the worst case), lattice and constant values, centred or not."""
+    rng = np.random.default_rng(5)
+    n = 1_001
+    idle = np.where(rng.random(n) < 0.9, 0.0, rng.exponential(1.0, n))
+    cases = {
+        "normal": rng.standard_normal(n),
+        "lognormal": rng.lognormal(0.0, 2.0, n),
+        "spikes": np.where(rng.random(n) < 0.01, 1e6, rng.standard_normal(n)),
+        "step": np.repeat([0.0, 50.0], [900, 101]) + rng.standard_normal(n),
+        "tenth moving": idle,
+        "just over half tied": np.where(np.arange(n) < 500, 7.0, rng.standard_normal(n)),
+        "lattice": rng.poisson(0.3, n).astype(float),
+        "constant": np.full(n, 3.0),
+        "two values": np.repeat([-1.0, 1.0], [500, 501]),
+    }
+    for name, x in cases.items():
+        for values in (x, x - x.mean()):
+            bound = robust_scale_bound(float(values @ values), values.size)
+            assert robust_scale(values) <= bound, name
+    assert robust_scale_bound(0.0, 0) == 0.0
 
 
 def _every_block_difference_scale(x: np.ndarray, block: int) -> float:

@@ -48,6 +48,7 @@ __all__ = [
     "persistence",
     "remove_cycle",
     "robust_scale",
+    "robust_scale_bound",
     "spread_level_slope",
     "within_slope",
 ]
@@ -87,6 +88,20 @@ def robust_scale(r: FloatArray) -> float:
     ``benchmarks/changepoints_flat_scale.py``).
     """
     return robust_scale_tied(r)[0]
+
+
+def robust_scale_bound(sum_of_squares: float, n: int) -> float:
+    """An upper bound on :func:`robust_scale` of ``n`` values whose squares sum to
+    ``sum_of_squares``, in O(1): a gate that passes below it need not select two medians.
+
+    The median is within one standard deviation of the mean, so the squared deviations from
+    it sum to at most twice the squares. At least half the deviations are at least their
+    median, the MAD (MAD² ≤ 4 Σ r² / n); where most values are tied, the MAD is the median of
+    the moving deviations, at least a tenth of them (:data:`_MOVING_SHARE`: MAD² ≤ 40 Σ r² / n).
+    A millionth more covers the rounding of the sums."""
+    if n <= 0:
+        return 0.0
+    return _MAD * math.sqrt(4.0 / _MOVING_SHARE * max(sum_of_squares, 0.0) / n) * (1.0 + 1e-6)
 
 
 def robust_scale_tied(r: FloatArray) -> tuple[float, bool]:
