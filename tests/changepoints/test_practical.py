@@ -1001,19 +1001,54 @@ def test_every_dropped_candidate_carries_its_verdict() -> None:
         assert p.significant == (p.p_value <= p.alpha)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the level test's noise yardstick is measured over the idle and the busy half "
-    "together: 5-reading dips of the busy half pass as level points (docs/changepoints.md, "
-    "'Not done')",
-)
-def test_white_noise_after_an_idle_stretch_is_one_change() -> None:
-    """An idle service (readings exactly 0) that turns busy (white noise of σ 1 about 3) changes
-    once, where it turns busy. With the idle half's σ a tenth of the busy half's or more, the
-    defaults find that one point; idle or a hundredth, 2–10 more at 6,000–21,000 readings."""
-    n = 6000
+@pytest.mark.parametrize("n", [6000, 21000])
+@pytest.mark.parametrize("quiet", [0.0, 0.01])
+def test_white_noise_after_an_idle_stretch_is_one_change(n: int, quiet: float) -> None:
+    """An idle service (readings exactly 0, or noise a hundredth as loud) that turns busy
+    (white noise of σ 1 about 3) changes once, where it turns busy. The yardstick is the whole
+    series' noise, which the idle half pulls far below the busy half's: judged in it, 5–9-reading
+    dips of the busy half were 2–10 more points at 6,000–21,000 readings (``level._louder``)."""
     for seed in range(3):
-        x = np.random.default_rng(seed).standard_normal(n)
-        x[: n // 2] = 0.0
+        rng = np.random.default_rng(seed)
+        x = rng.standard_normal(n)
+        x[: n // 2] = quiet * rng.standard_normal(n // 2)
         x[n // 2 :] += 3.0
         assert find_change_points(x).indices == (n // 2,), seed
+
+
+def test_a_real_dip_after_an_idle_stretch_is_still_found() -> None:
+    """Judged in its own noise, the busy half still shows a dip that is one: 60 readings 3 σ
+    down among 3,000 after 3,000 idle ones."""
+    n = 6000
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal(n) + 3.0
+        x[: n // 2] = 0.0
+        x[4000:4060] -= 3.0
+        found = find_change_points(x).indices
+        assert len(found) == 3, seed
+        assert all(abs(f - t) <= 5 for f, t in zip(found, (3000, 4000, 4060), strict=True)), seed
+
+
+def test_a_segment_pays_its_cost_in_its_own_noise_only_where_clearly_louder() -> None:
+    rng = np.random.default_rng(0)
+    busy = rng.standard_normal(1000)
+    moved = dict(enumerate(level._squared_moves(busy).tolist()))
+    # a difference of unit white noise has variance 2: against a yardstick of σ 1, no louder
+    assert level._louder(moved, 2.0, 0, 500, 1000) == 1.0
+    # against a yardstick of σ .1 (an idle half pulled it down), about 100 times
+    assert level._louder(moved, 0.02, 0, 500, 1000) == pytest.approx(100.0, rel=0.15)
+    # one difference inside the sides (three readings), or no yardstick: as before
+    assert level._louder(moved, 0.02, 10, 11, 13) == 1.0
+    assert level._louder(moved, 0.0, 0, 500, 1000) == 1.0
+    # the step between the sides is not noise: a jump of 100 at 500 leaves the ratio (but for
+    # the cap's quantile, which the one large difference moves)
+    jumped = busy + np.where(np.arange(1000) >= 500, 100.0, 0.0)
+    moved_jump = level._squared_moves(jumped)
+    assert level._louder(moved_jump, 0.02, 0, 500, 1000) == pytest.approx(
+        level._louder(moved, 0.02, 0, 500, 1000), rel=0.01
+    )
+    # a spike is capped with the largest percent of the moves
+    spiky = busy.copy()
+    spiky[500] = 1e6
+    capped = level._squared_moves(spiky)
+    assert capped[-1] < 2.0 * level._squared_moves(busy)[-1]
