@@ -233,7 +233,7 @@ class _Practical:
                 return paid[shorter]
 
             measured = sigma > 0
-            unit = np.where(measured, sigma, 1.0)
+            effect_unit = np.where(measured, sigma, 1.0)
 
             ends = [0, *points, n]
             # where each run of unmoving readings that starts at an end stops
@@ -247,7 +247,7 @@ class _Practical:
                 delta = float((nl * nr / (nl + nr)) * ((ml - mr) ** 2).sum())
                 lev_l, lev_r = (pl[i] - pl[a]) / nl + offset, (pl[b] - pl[i]) / nr + offset
                 shift = np.abs(lev_r - lev_l)
-                effect = np.where(measured, shift / unit, np.inf)
+                effect = np.where(measured, shift / effect_unit, np.inf)
                 top = np.maximum(np.abs(lev_l + trend * i), np.abs(lev_r + trend * i))
                 relative = np.where(top > 0, shift / np.where(top > 0, top, 1.0), 0.0)
                 if log_levels:
@@ -276,8 +276,8 @@ class _Practical:
                     dict(zip(ends, s[ends, 0].tolist(), strict=True)) for s in (pz, pl, sums[1])
                 )
                 columns = [(pz1, pz2)]
-            offset1, trend1, unit1 = float(offset[0]), float(trend[0]), float(unit[0])
-            moved_unit = 2.0 * float(yardstick[0]) ** 2  # a difference's variance, long-run
+            offset1, trend1, unit1 = float(offset[0]), float(trend[0]), float(effect_unit[0])
+            moved_unit = 2.0 * float(unit[0]) ** 2  # the round's: a difference's long-run variance
             measured1 = bool(measured[0])
             min_effect, min_relative = self.min_effect, self.min_relative_change
             log_levels = self.log_levels
@@ -395,7 +395,6 @@ class _Practical:
                 n, noise, robust_mod.memory_cap(n, top), robust_mod.longest_block(n, top)
             )
             unit = np.array([s for _, s, _ in noise])
-            yardstick = unit  # (read by ``judge``: ``unit`` is a name of its own there)
             z = sym / unit  # unit long-run variance
             dims = _effective_columns(z) if self.dims > 1 else 1.0
             critical_at = self._critical_z2(test, dims)
