@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from perfsleuth.changepoints.kernels import fpa
+from perfsleuth.changepoints.kernels.results import Later
 from perfsleuth.changepoints.kernels.search import (
     Assessment,
     ChangePoints,
@@ -138,6 +140,38 @@ def test_too_short_gives_empty_result(n: int) -> None:
     assert found.indices == () and found.points == () and found.rejected == ()
     assert found.n == n
     assert len(found.segments) == (1 if n else 0)
+
+
+def test_a_later_tuple_is_made_once_when_first_read() -> None:
+    made: list[int] = []
+
+    def build() -> list[int]:
+        made.append(1)
+        return [3, 1, 2]
+
+    later = Later(3, build)
+    assert len(later) == 3 and not made  # its length is known without making it
+    assert later == (3, 1, 2) and later[1:] == (1, 2) and list(later) == [3, 1, 2]
+    assert hash(later) == hash((3, 1, 2)) and repr(later) == "(3, 1, 2)"
+    assert made == [1]
+    assert pickle.loads(pickle.dumps(later)) == (3, 1, 2)
+    assert Later.joined(later, [4], ()) == (3, 1, 2, 4) and len(Later.joined(later, [4])) == 4
+
+
+def test_dropped_candidates_are_made_when_read_with_the_series_means() -> None:
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.normal(10, 1, 400), rng.normal(14, 1, 400), rng.normal(9, 1, 400)])
+    x[300:305] += 3.0  # a blip: a candidate the search drops
+    found = find_change_points(x)
+    again = pickle.loads(pickle.dumps(found))
+    assert again.points == found.points and isinstance(again.rejected, tuple)  # as read
+    assert [p.index for p in again.rejected] == [p.index for p in found.rejected]
+    dropped = list(found.rejected)
+    assert dropped and len(dropped) == len(found.rejected)
+    assert [p.index for p in dropped] == sorted(p.index for p in dropped)
+    for p in dropped:
+        assert p.mean_before == pytest.approx((float(x[p.start : p.index].mean()),))
+        assert p.mean_after == pytest.approx((float(x[p.index : p.stop].mean()),))
 
 
 def test_two_partition_too_short_raises() -> None:

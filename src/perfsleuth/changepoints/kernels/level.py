@@ -10,15 +10,15 @@ import dataclasses
 import functools
 import itertools
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, overload
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from perfsleuth.changepoints.kernels import grid, seeded
-from perfsleuth.changepoints.kernels.results import Assessment, ChangePoint
+from perfsleuth.changepoints.kernels.results import Assessment, ChangePoint, Later
 from perfsleuth.changepoints.kernels.significance import FPATest, SignificanceTest, _assessed
 from perfsleuth.changepoints.kernels.spikes import _SPIKE_K, _residual_scale
 from perfsleuth.changepoints.kernels.statistic import (
@@ -50,40 +50,22 @@ _LOUDER_SE = 4.0  # standard errors (√(2/k), k differences) by which a segment
 _MOVE_CAP = 0.99  # quantile at which squared first differences are capped (a spike: two of them)
 
 
-class _Dropped(Sequence[ChangePoint]):
+class _Dropped(Later[ChangePoint]):
     """A search's dropped candidates, made into change points (the test's verdicts looked up)
     when first read, from statistics and means taken when the search ended: only the
     description finally kept is read, and on a gradual ramp, where every split is a
     candidate, each of the trend's several searches drops thousands (lookups and points were
     14 of 23 s at 10⁶ readings, ``benchmarks/changepoints_ramp_speed.py``)."""
 
+    __slots__ = ("same_without_floor",)
+
     def __init__(
         self, count: int, build: Callable[[], list[ChangePoint]], same_without_floor: bool = False
     ):
-        self._count = count
-        self._build: Callable[[], list[ChangePoint]] | None = build
-        self._points: list[ChangePoint] = []
+        super().__init__(count, build)
         # whether the search without the relative floor, started from the points kept, would
         # make every judgement of this one's last round again (``_Practical.run``)
         self.same_without_floor = same_without_floor
-
-    def _read(self) -> list[ChangePoint]:
-        if self._build is not None:
-            self._points, self._build = self._build(), None  # the search's arrays are freed
-        return self._points
-
-    def __len__(self) -> int:
-        return self._count
-
-    @overload
-    def __getitem__(self, k: int) -> ChangePoint: ...
-    @overload
-    def __getitem__(self, k: slice) -> list[ChangePoint]: ...
-    def __getitem__(self, k: int | slice) -> ChangePoint | list[ChangePoint]:
-        return self._read()[k]
-
-    def __iter__(self) -> Iterator[ChangePoint]:
-        return iter(self._read())
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -17,6 +17,59 @@ from perfsleuth.changepoints.kernels import grid
 
 FloatArray = NDArray[np.float64]
 Scale = Literal["linear", "log"]  # the scale a description is on (step 6)
+T = TypeVar("T")
+
+
+class Later(Sequence[T]):
+    """A tuple of ``count`` items that ``build`` makes when first read, then keeps: a search
+    drops hundreds of candidates at 10⁵ readings and thousands at 10⁶, and making each a
+    :class:`ChangePoint` (its verdict looked up, its means taken) was 7% of a 10⁵-reading
+    search (``benchmarks/changepoints.py``), for a list most callers never read. It is equal
+    to the tuple of its items, hashes as that tuple, and is pickled as it."""
+
+    __slots__ = ("_build", "_count", "_items")
+
+    def __init__(self, count: int, build: Callable[[], Sequence[T]]):
+        self._count = count
+        self._build: Callable[[], Sequence[T]] | None = build
+        self._items: tuple[T, ...] = ()
+
+    @classmethod
+    def joined(cls, *parts: Sequence[T]) -> Later[T]:
+        """The items of ``parts`` in order, none of them read until this is."""
+        return cls(sum(len(part) for part in parts), lambda: [v for part in parts for v in part])
+
+    def _read(self) -> tuple[T, ...]:
+        if self._build is not None:
+            self._items, self._build = tuple(self._build()), None  # what it held is freed
+        return self._items
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, k: int) -> T: ...
+    @overload
+    def __getitem__(self, k: slice) -> tuple[T, ...]: ...
+    def __getitem__(self, k: int | slice) -> T | tuple[T, ...]:
+        return self._read()[k]
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._read())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Later):
+            other = other._read()
+        return self._read() == other
+
+    def __hash__(self) -> int:
+        return hash(self._read())
+
+    def __repr__(self) -> str:
+        return repr(self._read())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return tuple, (self._read(),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +221,8 @@ class ChangePoints:
     ``rejected`` holds, for the paper's search (``robust=False``), the last, non-significant
     candidate of every segment that was long enough to test and the significant ones dropped by
     the effect-size floor; for the default search, every candidate it dropped, judged on its
-    last segment (for plots and for asking "why not here?"). With ``robust``: ``periods`` are
+    last segment (for plots and for asking "why not here?"), made when first read
+    (:class:`Later`). With ``robust``: ``periods`` are
     the removed cycles (observations), shortest first, and ``period`` the longest of them or
     None, ``spikes`` the observations far from the model (kept in the data; ``outliers`` counts
     them) and ``spike_runs`` the same spikes grouped into runs, largest first, ``trend`` the
@@ -183,7 +237,7 @@ class ChangePoints:
     indices: tuple[int, ...]
     points: tuple[ChangePoint, ...]
     segments: tuple[Segment, ...]
-    rejected: tuple[ChangePoint, ...]
+    rejected: Sequence[ChangePoint]  # a tuple, or a :class:`Later` one
     n: int
     dims: int
     method: str

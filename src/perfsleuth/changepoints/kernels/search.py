@@ -161,6 +161,7 @@ from perfsleuth.changepoints.kernels.results import (
     Assessment,
     ChangePoint,
     ChangePoints,
+    Later,
     Scale,
     Segment,
     SpikeRun,
@@ -489,11 +490,11 @@ def find_change_points(
         indices=_starts(points),
         points=points,
         segments=segments,
-        rejected=tuple(
-            sorted(
-                (_with_raw_means(p, x, unit, model.scale) for p in [*rejected, *dropped]),
-                key=lambda p: p.index,
-            )
+        rejected=Later(
+            len(rejected) + len(dropped),
+            functools.partial(
+                _with_raw_means, Later.joined(rejected, dropped), x, unit, model.scale
+            ),
         ),
         n=n,
         dims=dims,
@@ -539,7 +540,7 @@ def _on_all_rows(found: ChangePoints, rows: NDArray[np.intp], n: int) -> ChangeP
         segments=tuple(
             dataclasses.replace(s, start=at(s.start), stop=at(s.stop)) for s in found.segments
         ),
-        rejected=tuple(placed(p) for p in found.rejected),
+        rejected=Later(len(found.rejected), lambda: [placed(p) for p in found.rejected]),
         n=n,
         spikes=tuple(int(rows[i]) for i in found.spikes),
         spike_runs=tuple(
@@ -756,7 +757,7 @@ def _describe(x: FloatArray, search: _Practical, first: int | None = _LOOK) -> _
             slope, accepted, rejected = flat
         if slope.any() or trending:
             slope, accepted, pruned = _prune_with_trend(adjusted, slope, accepted, search.grain())
-            rejected = [*rejected, *pruned]
+            rejected = Later.joined(rejected, pruned)
     bends: list[kinks.Kink] = []
     if dims == 1 and n >= _TREND_MIN_LENGTH:
         judged = functools.partial(
@@ -784,11 +785,11 @@ def _describe(x: FloatArray, search: _Practical, first: int | None = _LOOK) -> _
                 accepted, bends, replaced = ramp
         else:
             accepted, bends, replaced = _lines_of_a_flat(adjusted[:, 0], accepted, judged, search)
-        rejected = [*rejected, *replaced]
+        rejected = Later.joined(rejected, replaced)
         if bends or slope.any():
             accepted, bends, broken = _breaks(adjusted[:, 0], accepted, bends, search)
             accepted, bends, small = _at_still_edges(adjusted[:, 0], accepted, bends, search)
-            rejected = [*rejected, *broken, *small]
+            rejected = Later.joined(rejected, broken, small)
     return _Description(
         scale, adjusted, periods, cycle, slope, accepted, rejected, bends, search.grain()
     )
@@ -998,13 +999,20 @@ def _leftover(profiles: list[FloatArray], removed: int) -> bool:
 
 
 def _with_raw_means(
-    point: ChangePoint, x: FloatArray, unit: FloatArray, scale: Scale
-) -> ChangePoint:
-    return dataclasses.replace(
-        point,
-        mean_before=_mean(x[point.start : point.index], unit),
-        mean_after=_mean(x[point.index : point.stop], unit),
-        scale=scale,
+    dropped: Sequence[ChangePoint], x: FloatArray, unit: FloatArray, scale: Scale
+) -> list[ChangePoint]:
+    """The candidates a search dropped, in index order, their means in the series' units."""
+    return sorted(
+        (
+            dataclasses.replace(
+                p,
+                mean_before=_mean(x[p.start : p.index], unit),
+                mean_after=_mean(x[p.index : p.stop], unit),
+                scale=scale,
+            )
+            for p in dropped
+        ),
+        key=lambda p: p.index,
     )
 
 
