@@ -252,7 +252,9 @@ variances, m its shorter side (:func:`_cost`)."""
 _LOG = logging.getLogger(__name__)
 _LOG_PROGRESS_LENGTH = 100_000  # longer series log their progress at INFO
 _SMALL_MIN_SIZE = 5  # the default min_size, or a quarter of a shorter series
-_LOOK = -1  # no first period given: :func:`_without_cycle` looks for it itself
+_LOOK: Literal["look"] = "look"  # no first cycle given: :func:`_without_cycle` looks for it
+# a description's first cycle, measured by the caller (None: there is none), or _LOOK
+_FirstCycle = robust_mod.Cycle | None | Literal["look"]
 
 
 def _default_relative_change(n: int) -> float:
@@ -636,10 +638,11 @@ def _on_its_scale(x: FloatArray, practical: _Practical, rounding: FloatArray) ->
         min_effect=DEFAULT_MIN_EFFECT,
         min_relative_change=_default_relative_change(n),
     )
-    # the first cycle of the values, looked for once: the scale's judge and their description
-    first = robust_mod.detect_period(x[:, 0], min_period=2 * practical.min_size)
+    # the first cycle of the values, measured once: the scale's judge and their description
+    period = robust_mod.detect_period(x[:, 0], min_period=2 * practical.min_size)
+    first = None if period is None else robust_mod.cycle_share(x[:, 0], period)
     follows = _cycle_follows_level(x[:, 0], first, practical.min_size)
-    log_first = _LOOK if follows is None else follows  # the log description's first cycle
+    log_first: _FirstCycle = _LOOK if follows is None else follows  # the log description's
     if follows is not None:
         model = _describe(np.log(x), logs(floors), log_first)
     else:
@@ -662,10 +665,10 @@ def _on_its_scale(x: FloatArray, practical: _Practical, rounding: FloatArray) ->
     )
 
 
-def _describe(x: FloatArray, search: _Practical, first: int | None = _LOOK) -> _Description:
+def _describe(x: FloatArray, search: _Practical, first: _FirstCycle = _LOOK) -> _Description:
     """The default search's description of ``x`` (on the scale given): its cycle, its level
     points, a common slope when it is kept (step 6) and, on one column, the kinks. ``first``:
-    its first cycle's period (None: no cycle), when already looked for."""
+    its first cycle (None: no cycle), when already measured."""
     n, dims = x.shape
     scale: Scale = "log" if search.log_levels else "linear"
     adjusted, periods, cycle = _without_cycle(x, search.min_size, first)
@@ -795,15 +798,17 @@ def _describe(x: FloatArray, search: _Practical, first: int | None = _LOOK) -> _
     )
 
 
-def _cycle_follows_level(x: FloatArray, first: int | None, min_size: int) -> int | None:
-    """The period of a positive series' cycle when the series varies by a factor of its level
-    rather than by an amount (else None): a latency's daily cycle of ±15% at every level is a
-    common profile of its logarithm only, and removed from the values it stays in their high
-    stretches as noise (the speed benchmark's series at 10⁴ readings, 10 shifts: recall .655,
-    and .965 on the log scale). Both of two classic diagnostics must say so:
+def _cycle_follows_level(
+    x: FloatArray, first: robust_mod.Cycle | None, min_size: int
+) -> robust_mod.Cycle | None:
+    """A positive series' cycle, measured on its logarithm, when the series varies by a factor
+    of its level rather than by an amount (else None): a latency's daily cycle of ±15% at
+    every level is a common profile of its logarithm only, and removed from the values it
+    stays in their high stretches as noise (the speed benchmark's series at 10⁴ readings, 10
+    shifts: recall .655, and .965 on the log scale). Both of two classic diagnostics must say so:
 
     * Box–Cox: the cycle and noise (less the running median one period wide and the
-      profile, :func:`robust_mod.cycle_noise`) are fitted better on the log scale (robust σ
+      profile, :func:`robust_mod.cycle_share`) are fitted better on the log scale (robust σ
       of the log residuals × the geometric mean below σ of the series' own);
     * Tukey's spread against level, one period a stretch
       (:func:`robust_mod.spread_level_slope`): a slope of at least 1/2 (nearer a log scale's
@@ -816,20 +821,21 @@ def _cycle_follows_level(x: FloatArray, first: int | None, min_size: int) -> int
     readings, 10 shifts: recall .31 → .715). A positive series with no cycle pays that second
     look (44 ms at 10⁵ readings, about .3 s at 10⁶).
 
-    ``first``: the period of the values' first cycle (:func:`_without_cycle`), or None. The
-    period returned is the log description's first cycle: judged to follow the level, it is
-    a cycle of the logarithm, and not looked for again there (12 ms at 10⁵ readings)."""
+    ``first``: the values' first cycle (:func:`_without_cycle`), or None. The cycle returned
+    is the log description's first: judged to follow the level, it is a cycle of the
+    logarithm, and neither looked for (12 ms at 10⁵ readings) nor measured again there."""
     logs = np.log(x)
-    period = first
+    period = first.period if first is not None else None
     if period is None:
         period = robust_mod.detect_period(logs, min_period=2 * min_size)  # as _without_cycle
     if period is None:
         return None
-    own, logged = robust_mod.cycle_noise(x, period), robust_mod.cycle_noise(logs, period)
-    if not logged * math.exp(float(logs.mean())) < own:
+    own = first.noise if first is not None else robust_mod.cycle_share(x, period).noise
+    logged = robust_mod.cycle_share(logs, period)
+    if not logged.noise * math.exp(float(logs.mean())) < own:
         return None
     slope, se = robust_mod.spread_level_slope(x, period)
-    return period if slope - 2.0 * se >= 0.5 else None
+    return logged if slope - 2.0 * se >= 0.5 else None
 
 
 def _may_grow(x: FloatArray, model: _Description, min_effect: float) -> bool:
@@ -925,11 +931,11 @@ _LATER_CYCLE_SHARE = 0.15  # of the variation left, a sine at detect_period's co
 
 
 def _without_cycle(
-    x: FloatArray, min_size: int, first: int | None = _LOOK
+    x: FloatArray, min_size: int, first: _FirstCycle = _LOOK
 ) -> tuple[FloatArray, tuple[int, ...], FloatArray]:
     """Remove the cycles found in any column, shortest first: (series, periods, the cycles
-    removed per column). ``first``: the first one's period (None: no cycle), when already
-    looked for.
+    removed per column). ``first``: the first one (None: no cycle), when already measured (of
+    one column).
 
     Operations data often has several nested cycles (a day within a week). Each is removed in
     turn and the next, at least twice as long, looked for in what is left (of every column, the
@@ -960,17 +966,19 @@ def _without_cycle(
         if periods or first == _LOOK:
             found = [robust_mod.detect_period(flat[:, j], min_period=shortest) for j in range(dims)]
             period = min((p for p in found if p is not None), default=None)
-        else:
-            period = first
-        if period is None:
+            if period is None:
+                break
+            removed = [robust_mod.cycle_share(flat[:, j], period) for j in range(dims)]
+        elif first is None:
             break
-        removed = [robust_mod.cycle_share(flat[:, j], period) for j in range(dims)]
-        share = max(share for _, _, share in removed)
+        else:
+            period, removed = first.period, [first]
+        share = max(cycle.share for cycle in removed)
         if periods and share < max(_LATER_CYCLE_SHARE, math.pi * period / n):
             break
-        if any(_leftover([profile for _, profile, _ in removed], p) for p in periods):
+        if any(_leftover([cycle.profile for cycle in removed], p) for p in periods):
             break
-        flat = np.column_stack([part for part, _, _ in removed])
+        flat = np.column_stack([cycle.series for cycle in removed])
         periods.append(period)
         # a longer cycle that this one divides (a week of days) is at least twice as long, and
         # one within the octave above is this one's drift: in two columns whose cycle of 288
