@@ -16,6 +16,7 @@ from perfsleuth.stats.robust import (
     _median_in_place,
     block_scale,
     clip_outliers,
+    cycle_share,
     detect_period,
     difference_phi,
     implied_phi,
@@ -211,6 +212,19 @@ def test_remove_cycle_keeps_a_level_shift() -> None:
     assert profile.shape == (40,) and profile.mean() == pytest.approx(0.0, abs=1e-12)
     assert np.std(flat[:340]) < 1.2  # the cycle is gone
     assert np.mean(flat[360:]) - np.mean(flat[:340]) == pytest.approx(2.0, abs=0.3)
+
+
+def test_a_cycle_share_is_the_removal_with_its_spread_before_and_after() -> None:
+    x = square(40) + noise(7) + np.where(T < 350, 0.0, 2.0)
+    cycle = cycle_share(x, 40)
+    flat, profile = remove_cycle(x, 40)
+    assert cycle.period == 40 and np.array_equal(cycle.profile, profile)
+    assert np.array_equal(cycle.series, flat)
+    detail = x - robust.running_median(x, 41)
+    after = robust_scale(detail - np.resize(profile, x.size))
+    assert cycle.noise == after  # what the choice of a scale compares
+    assert cycle.share == pytest.approx(1.0 - (after / robust_scale(detail)) ** 2)
+    assert 0.5 < cycle.share < 1.0  # a square wave of 3 σ is most of the variation
 
 
 @pytest.mark.parametrize(("n", "period"), [(600, 40), (613, 40), (100_000, 288), (7, 3), (5, 8)])

@@ -456,10 +456,9 @@ class Cycle(NamedTuple):
 def cycle_share(x: FloatArray, period: int) -> Cycle:
     """:func:`remove_cycle`, the share of the variation about the running median that the
     profile takes (by robust scales: 1 − (σ after / σ before)²) and the σ after: what the
-    cycle and the noise leave about the running median. One median profile serves a search's
-    choice of scale (:func:`~perfsleuth.changepoints.kernels.search._cycle_follows_level`, by
-    the σ after) and its description (by the share): each was a running median and a profile,
-    4% of a search of 10⁵ readings."""
+    cycle and the noise leave about the running median. One median profile then serves both
+    the choice of a series' scale (by the σ after) and its description (by the share): each
+    took its own running median and profile, 4% of a change-point search of 10⁵ readings."""
     detail, profile = _profile(x, period)
     cycle = np.resize(profile, x.size)
     before = robust_scale(detail)

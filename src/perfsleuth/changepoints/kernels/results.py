@@ -24,8 +24,9 @@ class Later(Sequence[T]):
     """A tuple of ``count`` items that ``build`` makes when first read, then keeps: a search
     drops hundreds of candidates at 10⁵ readings and thousands at 10⁶, and making each a
     :class:`ChangePoint` (its verdict looked up, its means taken) was 7% of a 10⁵-reading
-    search (``benchmarks/changepoints.py``), for a list most callers never read. It is equal
-    to the tuple of its items, hashes as that tuple, and is pickled as it."""
+    search (``benchmarks/changepoints.py``), for a list most callers never read. Until then it
+    keeps what ``build`` needs (for a search's dropped candidates, the series, for their
+    means). It is equal to the tuple of its items, hashes as that tuple, and is pickled as it."""
 
     __slots__ = ("_build", "_count", "_items")
 

@@ -642,7 +642,8 @@ def _on_its_scale(x: FloatArray, practical: _Practical, rounding: FloatArray) ->
     period = robust_mod.detect_period(x[:, 0], min_period=2 * practical.min_size)
     first = None if period is None else robust_mod.cycle_share(x[:, 0], period)
     follows = _cycle_follows_level(x[:, 0], first, practical.min_size)
-    log_first: _FirstCycle = _LOOK if follows is None else follows  # the log description's
+    # the log description's first cycle
+    log_first: _FirstCycle = _LOOK if follows is None else follows
     if follows is not None:
         model = _describe(np.log(x), logs(floors), log_first)
     else:
