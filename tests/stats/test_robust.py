@@ -339,6 +339,21 @@ def test_detect_period_is_a_peak_not_the_edge_of_an_octave() -> None:
     assert all(p is not None and abs(p - 168) <= 1 for p in found)
 
 
+def test_a_cycles_own_shape_does_not_raise_its_bar() -> None:
+    # Bartlett's standard error counts the noise's correlation at lags under half the period;
+    # measured on the series itself it counted the cycle's own (a weekend's two low days, a
+    # sine's slope) and raised the bar over the contrast: four weeks of hourly readings had
+    # their week in 5 of these 10 series, three years of monthly ones their year in 2 of 20
+    weeks = [detect_period(hourly(seed, 0.0, 2.0, weeks=4)[0], min_period=10) for seed in range(10)]
+    assert all(p is not None and abs(p - 168) <= 2 for p in weeks), weeks
+    t = np.arange(40)
+    years = [
+        detect_period(2.0 * np.sin(2 * np.pi * t / 12 + s) + 0.1 * t + noise(s, 40), min_period=10)
+        for s in range(20)
+    ]
+    assert years.count(12) >= 18, years
+
+
 @pytest.mark.parametrize("n", [1152, 1500, 2304])
 def test_a_period_of_few_cycles_is_not_read_short(n: int) -> None:
     # A day of 5-minute readings, 4 to 8 days, random phases, AR(1) noise: the autocorrelation
