@@ -17,6 +17,9 @@ Three tables, all at the search's own ``min_period`` (2 ``min_size``: 10 from 20
 * **Seasonal**: the same with a sine cycle of period 12 (and 50 at n ≥ 400) and amplitude 1 or
   2 noise σ added on a trend (a "co2"): the share in which the period is found (±1), and the
   share in which the search removes another cycle besides it.
+* **Windows** (``--only windows``): R's datasets cut into 36, 48 and 60 readings, one window
+  every 12: the share in which the seasonal ones' year is found, lynx's and the sunspots'
+  cycles, and any period in the others (real series with no cycle).
 * **Two cycles** (``--only two``): hourly series of 8 or 24 weeks (``--weeks``) with a daily
   sine and a weekly pattern (weekends lower), of 1 or 2 noise σ each (or one of them alone),
   AR(1) noise (φ 0 or .5) on a trend rising 20 σ, with or without a level shift of 3 σ at
@@ -30,7 +33,7 @@ same series (``PYTHONPATH=<src> .venv/bin/python benchmarks/changepoints_cycles.
 
 The periods are those the search removes (its cycle stage, every cycle in turn; on a version of
 ``src`` that removed one, that one). Run: ``.venv/bin/python benchmarks/changepoints_cycles.py
-[--reps 200] [--shifts 4,8] [--speed] [--only r|null|seasonal|two|speed|lags]``
+[--reps 200] [--shifts 4,8] [--speed] [--only r|null|seasonal|windows|two|speed|lags]``
 """
 
 from __future__ import annotations
@@ -246,6 +249,40 @@ def speed_table() -> None:
         print(f"| {n} | {k} | {periods_of(x) or None} |")
 
 
+# real cycles beside SEASONAL's year: lynx trappings (about 10 years), yearly sunspots (about 11)
+CYCLIC = {"lynx": 10, "sunspot.year": 11}
+QUARTERLY = ("UKgas", "JohnsonJohnson")  # a year of 4, under the search's shortest period
+WINDOW_LENGTHS = (36, 48, 60)
+
+
+def windows_table() -> None:
+    """R's datasets cut into windows of 36, 48 and 60 readings, one every 12: how often
+    ``detect_period`` finds the monthly seasonal ones' year (12 ± 1), the real cycles of lynx and
+    sunspots (their period ± 2), and any period in the others (OTHERS less those two)."""
+    from perfsleuth.stats.robust import detect_period
+
+    groups = {
+        "seasonal: the year": ({name: 12 for name in SEASONAL if name not in QUARTERLY}, 1),
+        "lynx, sunspots: their cycle": (CYCLIC, 2),
+        "no cycle: any period": ({name: 0 for name in OTHERS if name not in CYCLIC}, None),
+    }
+    print("\nR's datasets in windows (one every 12 readings): found / windows")
+    print("| windows of | " + " | ".join(groups) + " |")
+    print("|---|" + "---|" * len(groups))
+    for length in WINDOW_LENGTHS:
+        cells = []
+        for periods, reach in groups.values():
+            found = total = 0
+            for name, period in periods.items():
+                x = r_series(name)
+                for start in range(0, x.size - length + 1, 12):
+                    p = detect_period(x[start : start + length], min_period=10)
+                    total += 1
+                    found += p is not None and (reach is None or abs(p - period) <= reach)
+            cells.append(f"{found} / {total}")
+        print(f"| {length} | " + " | ".join(cells) + " |")
+
+
 def lags_table(reps: int) -> None:
     """How exactly ``detect_period`` reads a period from few cycles: sines of 24, 50, 168 and
     288 readings over 3.5–30 periods, ±3 σ and ±10 σ alternately, random phases, AR(1) noise
@@ -284,7 +321,9 @@ def main() -> None:
     parser.add_argument("--speed", action="store_true")
     parser.add_argument("--weeks", default="8,24", help="--only two: the series' lengths, weeks")
     parser.add_argument(
-        "--only", choices=("r", "null", "seasonal", "two", "speed", "lags"), default=None
+        "--only",
+        choices=("r", "null", "seasonal", "two", "speed", "lags", "windows"),
+        default=None,
     )
     args = parser.parse_args()
     if args.only in (None, "r"):
@@ -293,6 +332,8 @@ def main() -> None:
         null_table(args.reps)
     if args.only in (None, "seasonal"):
         seasonal_table(args.reps)
+    if args.only in (None, "windows"):
+        windows_table()
     if args.only in (None, "two"):
         two_table(max(1, args.reps // 10), tuple(int(w) for w in args.weeks.split(",")))
     if args.speed or args.only == "speed":
