@@ -19,7 +19,9 @@ Three tables, all at the search's own ``min_period`` (2 ``min_size``: 10 from 20
   share in which the search removes another cycle besides it.
 * **Windows** (``--only windows``): R's datasets cut into 36, 48 and 60 readings, one window
   every 12: the share in which the seasonal ones' year is found, lynx's and the sunspots'
-  cycles, and any period in the others (real series with no cycle).
+  cycles, and any period in the others (real series with no cycle); in the seasonal
+  windows, the points with no shift added and how often a ``--shifts`` shift at 60% is
+  found.
 * **Two cycles** (``--only two``): hourly series of 8 or 24 weeks (``--weeks``) with a daily
   sine and a weekly pattern (weekends lower), of 1 or 2 noise σ each (or one of them alone),
   AR(1) noise (φ 0 or .5) on a trend rising 20 σ, with or without a level shift of 3 σ at
@@ -255,10 +257,13 @@ QUARTERLY = ("UKgas", "JohnsonJohnson")  # a year of 4, under the search's short
 WINDOW_LENGTHS = (36, 48, 60)
 
 
-def windows_table() -> None:
+def windows_table(shifts: list[float]) -> None:
     """R's datasets cut into windows of 36, 48 and 60 readings, one every 12: how often
-    ``detect_period`` finds the monthly seasonal ones' year (12 ± 1), the real cycles of lynx and
-    sunspots (their period ± 2), and any period in the others (OTHERS less those two)."""
+    ``detect_period`` finds the monthly seasonal ones' year (12 ± 1), the real cycles of lynx
+    and sunspots (their period ± 2), and any period in the others (OTHERS less those two);
+    then, in the seasonal windows, the points ``find_change_points`` reports with no shift
+    added, and how often a shift of each size at 60% (σ from the differences over a year, as
+    :func:`r_table`) is found within 2 readings."""
     from perfsleuth.stats.robust import detect_period
 
     groups = {
@@ -266,9 +271,10 @@ def windows_table() -> None:
         "lynx, sunspots: their cycle": (CYCLIC, 2),
         "no cycle: any period": ({name: 0 for name in OTHERS if name not in CYCLIC}, None),
     }
+    heads = [*groups, "seasonal: points, no shift", *(f"seasonal: {v:g} σ found" for v in shifts)]
     print("\nR's datasets in windows (one every 12 readings): found / windows")
-    print("| windows of | " + " | ".join(groups) + " |")
-    print("|---|" + "---|" * len(groups))
+    print("| windows of | " + " | ".join(heads) + " |")
+    print("|---|" + "---|" * len(heads))
     for length in WINDOW_LENGTHS:
         cells = []
         for periods, reach in groups.values():
@@ -280,6 +286,20 @@ def windows_table() -> None:
                     total += 1
                     found += p is not None and (reach is None or abs(p - period) <= reach)
             cells.append(f"{found} / {total}")
+        at = int(0.6 * length)
+        quiet, hits, total = 0, [0] * len(shifts), 0
+        for name in groups["seasonal: the year"][0]:
+            x = r_series(name)
+            d = x[12:] - x[:-12]
+            sigma = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
+            for start in range(0, x.size - length + 1, 12):
+                window = x[start : start + length]
+                total += 1
+                quiet += len(find_change_points(window).indices)
+                for j, shift in enumerate(shifts):
+                    y = window + np.where(np.arange(length) < at, 0.0, shift * sigma)
+                    hits[j] += any(abs(i - at) <= 2 for i in find_change_points(y).indices)
+        cells += [f"{quiet} in {total}", *(f"{h} / {total}" for h in hits)]
         print(f"| {length} | " + " | ".join(cells) + " |")
 
 
@@ -333,7 +353,7 @@ def main() -> None:
     if args.only in (None, "seasonal"):
         seasonal_table(args.reps)
     if args.only in (None, "windows"):
-        windows_table()
+        windows_table([float(v) for v in args.shifts.split(",") if v])
     if args.only in (None, "two"):
         two_table(max(1, args.reps // 10), tuple(int(w) for w in args.weeks.split(",")))
     if args.speed or args.only == "speed":
