@@ -298,7 +298,7 @@ def _bars(r: FloatArray, acf: FloatArray, p: int, strength: float) -> Iterator[f
     variance with it, and its correlation counts in full (a daily and a weekly cycle in
     eight weeks with a shift lost the week): so either bar will do. Of noise alone both
     measure about the same; persistent noise with few cycles has its wander in the phase
-    means, and a false period in .005–.02 of series of φ .8–.95 where .005–.01 had one."""
+    means, and a false period in up to .02 of series of φ .8–.95 where up to .01 had one."""
     m = r.size
     yield max(strength, 4.0 * math.sqrt((1.0 + 2.0 * _short_squares(acf, p)) / m))
     phase = np.arange(m) % p
