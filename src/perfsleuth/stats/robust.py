@@ -299,17 +299,15 @@ def _bars(r: FloatArray, acf: FloatArray, p: int, strength: float) -> Iterator[f
     eight weeks with a shift lost the week): so either bar will do. Of noise alone both
     measure about the same; persistent noise with few cycles has its wander in the phase
     means, and a false period in up to .02 of series of φ .8–.95 where up to .01 had one."""
-    m = r.size
-    yield max(strength, 4.0 * math.sqrt((1.0 + 2.0 * _short_squares(acf, p)) / m))
-    phase = np.arange(m) % p
+
+    def bar(rho: FloatArray) -> float:
+        squares = float(np.sum(rho[1 : max(p // 2, 1)] ** 2))  # Σ_{0<k<P/2} ρ_k²
+        return max(strength, 4.0 * math.sqrt((1.0 + 2.0 * squares) / r.size))
+
+    yield bar(acf)
+    phase = np.arange(r.size) % p
     profile = np.bincount(phase, weights=r, minlength=p) / np.bincount(phase, minlength=p)
-    noise = _autocorrelation(r - profile[phase], max(p // 2 - 1, 0))
-    yield max(strength, 4.0 * math.sqrt((1.0 + 2.0 * _short_squares(noise, p)) / m))
-
-
-def _short_squares(acf: FloatArray, p: int) -> float:
-    """Σ_{0<k<P/2} ρ_k² of the autocorrelations ``acf``."""
-    return float(np.sum(acf[1 : max(p // 2, 1)] ** 2))
+    yield bar(_autocorrelation(r - profile[phase], max(p // 2 - 1, 0)))
 
 
 def _contrast(acf: FloatArray, lags: NDArray[np.int64], half: int | None = None) -> FloatArray:
