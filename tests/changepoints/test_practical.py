@@ -22,6 +22,7 @@ from perfsleuth.changepoints.kernels import (
 )
 from perfsleuth.changepoints.kernels.search import find_change_points
 from perfsleuth.errors import DataError
+from perfsleuth.stats.robust import robust_scale
 from tests.support.series import ar1_step
 
 
@@ -965,6 +966,30 @@ def test_a_slope_is_searched_once_whatever_the_start(monkeypatch: pytest.MonkeyP
     assert len(found.indices) == 2
     assert all(abs(i - c) <= 3 for i, c in zip(found.indices, cuts, strict=True))
     assert len(slopes) == len(set(slopes)) == 3
+
+
+def test_a_refit_slope_settles_within_a_tenth_of_the_effect_floor() -> None:
+    # The alternation stops once the slope refitted inside the new segments tilts the line,
+    # at the series' ends, by at most a tenth of the effect floor (min_effect σ of the
+    # residuals): searching that tilt again cost a whole search (10⁶ readings: .5 s of 3).
+    rng = np.random.default_rng(7)
+    n = 2001
+    y = (0.01 * np.arange(n) + rng.standard_normal(n))[:, None]
+    slope = np.array([0.01])
+    resid, _ = trend._trend_fit(y, slope, [])
+    sigma = robust_scale(resid[:, 0])
+    per_floor = 0.25 * sigma / ((n - 1) / 2)  # the slope change that tilts one floor
+
+    def settled(refit: float, slope: float = 0.01, min_effect: float = 0.25) -> bool:
+        return trend._settled(y, np.array([slope]), np.array([refit]), [], min_effect)
+
+    assert settled(0.01)
+    assert settled(0.01 + 0.09 * per_floor) and settled(0.01 - 0.09 * per_floor)
+    assert not settled(0.01 + 0.11 * per_floor)
+    # a slope that appears or vanishes is a change, however small
+    assert not settled(1e-12, slope=0.0) and not settled(0.0, slope=1e-12)
+    # with no floor, only the same slope is settled
+    assert not settled(0.01 + 1e-9 * per_floor, min_effect=0.0)
 
 
 def test_a_straight_line_in_persistent_noise_is_seldom_cut_into_steps() -> None:

@@ -712,7 +712,7 @@ def _describe(x: FloatArray, search: _Practical, first: _FirstCycle = _LOOK) -> 
             return list(kept), dropped
 
         flat = (np.zeros(dims), accepted, rejected)
-        zero = _alternate(searched, adjusted, np.zeros(dims), accepted, rejected)
+        zero = _alternate(searched, adjusted, np.zeros(dims), accepted, rejected, search.min_effect)
         slope, accepted, rejected = zero
         jumps = _lone_jumps(adjusted, search.alpha, float(search.grain()[0]))
         line = _significant_slopes(adjusted, jumps)
@@ -725,7 +725,7 @@ def _describe(x: FloatArray, search: _Practical, first: _FirstCycle = _LOOK) -> 
         fits = [zero]
         if trending:
             start = searched(line, [p.index for p in accepted])
-            fits.append(_alternate(searched, adjusted, line, *start))
+            fits.append(_alternate(searched, adjusted, line, *start, search.min_effect))
         # A step the slope hides (a crash in growth: the line through it is flatter than the
         # growth, and the series less it a saw tooth whose teeth hide the step), when the step
         # is significant with its segment's own line fitted alongside: a further start, from
@@ -737,7 +737,11 @@ def _describe(x: FloatArray, search: _Practical, first: _FirstCycle = _LOOK) -> 
             cuts = sorted({*(p.index for p in fits[-1][1]), *steps})
             inside = _significant_slopes(adjusted, cuts)
             if inside.any():
-                fits.append(_alternate(searched, adjusted, inside, *searched(inside, cuts)))
+                fits.append(
+                    _alternate(
+                        searched, adjusted, inside, *searched(inside, cuts), search.min_effect
+                    )
+                )
         if len(fits) > 1:
             # judged at the noise's effective count, as the level test judges a point: with
             # n, persistent noise cut a line into a step (`benchmarks/changepoints_trend_size.py`)
