@@ -74,8 +74,8 @@ def _settled(
 
     The points found with a slope give a refit a little off it (their positions moved by a
     few readings), and searching that tilt again cost a whole search (10⁶ readings, 50 shifts:
-    the tilt was .001 σ, and the second search .5 s of 3). A slope that appears or vanishes is
-    never settled."""
+    a tilt of .001 σ, and a third search of .5 s in 3). A slope that appears or vanishes is
+    never settled (nor one of noise-free readings, σ 0, unless it is the same)."""
     if np.array_equal(refit, slope):
         return True
     if min_effect <= 0 or not np.all((slope != 0) == (refit != 0)):
