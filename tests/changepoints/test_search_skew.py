@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 
 from perfsleuth.changepoints.kernels.search import find_change_points
-from perfsleuth.changepoints.kernels.statistic import _symmetrised, _yeojohnson, _yeojohnson_lambda
+from perfsleuth.changepoints.kernels.statistic import (
+    _symmetrised,
+    _without_lone_jump,
+    _yeojohnson,
+    _yeojohnson_lambda,
+)
 
 
 def ar1(n: int, phi: float, rng: np.random.Generator) -> np.ndarray:
@@ -142,3 +147,54 @@ def test_the_transform_is_scipys() -> None:
     for lam in (-1.0, -0.37, 0.0, 1e-17, 0.5, 1.0, 1.93, 2.0, 2.0 + 1e-17, 3.0):
         assert np.array_equal(_yeojohnson(x, lam), yeojohnson(x, lmbda=lam))
     assert _yeojohnson(np.zeros(0), 0.5).size == 0
+
+
+def _noise(n: int, phi: float, seed: int) -> np.ndarray:
+    """AR(1) noise of unit marginal variance (``changepoints_short_noise.py``'s)."""
+    from scipy.signal import lfilter
+
+    e = np.random.default_rng(seed).standard_normal(n)
+    return lfilter([1.0], [1.0, -phi], e) * math.sqrt(1.0 - phi * phi)
+
+
+def test_the_transform_is_fitted_with_a_lone_jumps_sides_aligned() -> None:
+    """A step's two levels are no skew of the noise: λ is fitted with them aligned, so the
+    transform leaves Gaussian noise with a step in its newest readings nearly as it is."""
+    x = _noise(600, 0.8, 1)
+    x[585:] += 8.0
+    z = (x - np.median(x)) / x.std()
+    aligned = _without_lone_jump(z)
+    assert aligned[:585].mean() == pytest.approx(aligned[585:].mean())
+    assert np.allclose(np.diff(aligned)[np.arange(599) != 584], np.diff(z)[np.arange(599) != 584])
+    # the mixture read as skew: λ .19; the noise's own (the first 585 readings alone) .80
+    assert _yeojohnson_lambda(z) < 0.3
+    assert _yeojohnson_lambda(aligned) > 0.7
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["spike", "exponential", "line then idle", "growth then idle"],
+)
+def test_no_alignment_without_one_outsized_move_between_two_levels(shape: str) -> None:
+    """A spike is two outsized moves, skewed noise none; a line or a growth is no level, so a
+    jump beside it leaves the fit on the values as they are."""
+    rng = np.random.default_rng(4)
+    t = np.arange(150.0)
+    z = {
+        "spike": np.r_[rng.standard_normal(300), 30.0, rng.standard_normal(299)],
+        "exponential": rng.exponential(size=600),
+        "line then idle": np.r_[2.0 * t + rng.standard_normal(150), np.zeros(100)],
+        "growth then idle": np.r_[np.exp(0.02 * t), np.zeros(100)],
+    }[shape]
+    assert _without_lone_jump(z) is z
+
+
+def test_a_step_in_the_newest_readings_of_persistent_noise_is_found() -> None:
+    """8 σ over the last 15 of 600 readings of AR(1) noise, φ .8: with λ fitted on the values
+    as they were (the step squeezed) found in 1 of these 20 series, now 8."""
+    found = 0
+    for seed in range(20):
+        x = _noise(600, 0.8, 4_200_000 + seed)
+        x[585:] += 8.0
+        found += any(abs(i - 585) <= 5 for i in find_change_points(x).indices)
+    assert found >= 7

@@ -21,9 +21,14 @@ from perfsleuth.changepoints.kernels.bends import (
     _steps_and_hinges,
     _turn_beside_the_jump,
 )
-from perfsleuth.changepoints.kernels.level import _JUMP_TAIL_INDEX, _cost, _Dropped, _Practical
+from perfsleuth.changepoints.kernels.level import _cost, _Dropped, _Practical
 from perfsleuth.changepoints.kernels.results import ChangePoint
-from perfsleuth.changepoints.kernels.statistic import _moves, _moving_between, _still_until
+from perfsleuth.changepoints.kernels.statistic import (
+    _JUMP_TAIL_INDEX,
+    _moves,
+    _moving_between,
+    _still_until,
+)
 from perfsleuth.changepoints.kernels.trend import (
     _HIDDEN_STEP_SHARE,
     _TREND_MIN_LENGTH,

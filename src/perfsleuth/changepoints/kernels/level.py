@@ -24,6 +24,7 @@ from perfsleuth.changepoints.kernels.spikes import _SPIKE_K, _residual_scale
 from perfsleuth.changepoints.kernels.statistic import (
     _centre,
     _effective_columns,
+    _lone_jump,
     _moves,
     _paper_statistics_1d,
     _paper_terms,
@@ -642,10 +643,6 @@ def _relative_without_extremes(
     return abs(lev_r - lev_l) / top if top > 0 else 0.0
 
 
-_JUMP_TAIL_INDEX: float | None = 3.0  # tail index the lone-jump test is calibrated for
-_JUMP_SAMPLE = 16  # other moves the lone-jump test looks at before all of them
-
-
 def _transients(
     kept: list[seeded.Judged],
     centred: FloatArray,
@@ -687,37 +684,6 @@ def _transients(
         if lagged > 0.0 and 0.0 <= float(off[1:] @ off[:-1]) / lagged <= phi:
             out |= {i, j}
     return out
-
-
-def _lone_jump(segment: FloatArray, at: int, alpha: float) -> bool:
-    """Whether the step into ``segment[at]`` is the segment's one outsized move: its first
-    difference, about their median, at least ``alpha ** (-1 / 3)`` times every other one.
-
-    A random walk explains any shift of its segment means (the paper's T, tested at the
-    segment's lag-1 autocorrelation near 1, is never significant), but not a single move
-    many times its others: a level shift is one difference, a spike two of opposite signs.
-    For independent moves with a tail no heavier than a power law of index 3 (the "cubic
-    law" of price returns, heavier than Gaussian or exponential noise), the largest of them
-    exceeds c times the next largest with probability at most c⁻³, whatever the scale and
-    however many there are: so c = α^(−1/3) (2.7 at α = .05) keeps the level."""
-    if _JUMP_TAIL_INDEX is None or at < 1 or segment.size < 4:
-        return False
-    c = alpha ** (-1.0 / _JUMP_TAIL_INDEX)
-    # Quick necessary condition from a few other moves u (every |u − m| ≤ |jump − m| / c, m
-    # the median): c · range(u) / 2 ≤ |jump − m| ≤ min |jump − u| / (1 − 1/c). Most
-    # candidates of long series fail it, without the O(length) median.
-    step = segment[at] - segment[at - 1]
-    t = np.arange(0, segment.size - 1, max(1, segment.size // _JUMP_SAMPLE))
-    sample = segment[t[t != at - 1] + 1] - segment[t[t != at - 1]]
-    if sample.size >= 2:
-        nearest = float(np.min(np.abs(step - sample)))
-        if c * float(np.ptp(sample)) / 2 > nearest / (1.0 - 1.0 / c):
-            return False
-    d = np.diff(segment)
-    dev = np.abs(d - np.median(d))
-    jump = float(dev[at - 1])
-    dev[at - 1] = 0.0
-    return jump > 0 and jump >= c * float(dev.max())
 
 
 def _lone_jump_in_a_column(segment: FloatArray, at: int, alpha: float) -> bool:

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from perfsleuth.changepoints.kernels import grid, kinks
 from perfsleuth.changepoints.kernels.results import ChangePoint
-from perfsleuth.changepoints.kernels.statistic import _segment_means
+from perfsleuth.changepoints.kernels.statistic import _TREND_T, _segment_means
 from perfsleuth.stats import robust as robust_mod
 
 FloatArray = NDArray[np.float64]
@@ -26,7 +26,6 @@ _TREND_ROUNDS = 2  # refits of the common slope; the search settles after one or
 _SETTLED_SHARE = 0.1  # share of the effect floor a refit may tilt the line and be settled
 _PRUNE_MAX = 40  # most change points of a trend model checked by backward elimination
 _LEAN_T = 1.5  # |t| of the within-segment slope that makes a trend worth trying
-_TREND_T = 3.0  # |t| of the within-segment slope above which the trend is removed
 # The hidden-step test is a second test of a segment's "no level shift", after the level
 # search's: half the level spent on the segment (at the whole level, machine tune
 # `pg_trend_latency`, a latency trend that dips and rises again, got a false step at p = .048).
