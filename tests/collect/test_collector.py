@@ -31,6 +31,18 @@ def test_readers_see_this_process() -> None:
     assert gauges["mem.MemTotal"] > 0 and gauges["cpu.count"] >= 1
 
 
+def _stopped(process: subprocess.Popen[bytes]) -> None:
+    """SIGSTOP ``process`` and wait until the kernel has stopped it: the signal is delivered
+    asynchronously, and a spinner read at once could still run a tick after the read (the
+    CPU the collector accounted was then 1.00 s against 1.01 s between the reads)."""
+    process.send_signal(signal.SIGSTOP)
+    stat = Path(f"/proc/{process.pid}/stat")
+    deadline = time.monotonic() + 5.0
+    while stat.read_text().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+        assert time.monotonic() < deadline, "the spinner did not stop"
+        time.sleep(0.001)
+
+
 def test_spinner_cpu_and_vanishing_process(tmp_path: Path) -> None:
     spin = subprocess.Popen(
         [sys.executable, "-c", "while True: pass"],
@@ -45,14 +57,14 @@ def test_spinner_cpu_and_vanishing_process(tmp_path: Path) -> None:
             collector = Collector(store, node="n1", batch=100)
             # the spinner is stopped around the first and last samples, so the CPU it used
             # between them is known exactly, however busy the machine is
-            spin.send_signal(signal.SIGSTOP)
+            _stopped(spin)
             (first,) = read_processes(pids=[spin.pid], with_io=False)
             collector.sample()
             spin.send_signal(signal.SIGCONT)
             for k in range(4):
                 time.sleep(0.25)
                 if k == 3:
-                    spin.send_signal(signal.SIGSTOP)
+                    _stopped(spin)
                 collector.sample()  # the short process exits between samples
             (last,) = read_processes(pids=[spin.pid], with_io=False)
             commit = collector.flush()
