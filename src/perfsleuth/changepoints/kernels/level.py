@@ -1,8 +1,8 @@
 """The level search of the default search (steps 3–5 of docs/changepoints.md): seeded candidates
 pruned between their neighbours — significant (the FPA test, or a lone jump), large enough,
 worth their cost and not resting on one observation — with the noise measured again about the
-points until they settle (:class:`_Practical`); the points it drops are read only when asked
-for (:class:`_Dropped`)."""
+points until they settle (:class:`_Practical`, each round a :class:`_Round`); the points it
+drops are read only when asked for (:class:`_Dropped`)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class _Dropped(Later[ChangePoint]):
     ):
         super().__init__(count, build)
         # whether the search without the relative floor, started from the points kept, would
-        # make every judgement of this one's last round again (``_Practical.run``)
+        # make every judgement of this one's last round again (``_Round.points``)
         self.same_without_floor = same_without_floor
 
 
@@ -103,352 +103,28 @@ class _Practical:
         """(kept, dropped) change points of ``level`` (n × dims, the series' units, cycle and
         ``slope`` per observation removed); ``previous``: points of an earlier, similar search,
         about which the noise is measured first (they only save rounds)."""
-        n, m = self.n, self.min_size
-        trend = np.zeros(self.dims) if slope is None else slope
-        centred = _centre(level)
-        sym = _symmetrised(centred)  # skewness out: T is judged on a near-Gaussian scale
-        test = dataclasses.replace(self.test, phi_estimated=False) if isinstance(
-            self.test, FPATest
-        ) else self.test  # fmt: skip
-        pl = _prefix(centred)
-        # prefix sums on the series' own scale, for its lag-1 autocorrelation (see ``tested``)
-        own_sums = (pl, _prefix(centred * centred), _prefix(centred[1:] * centred[:-1]))
-        offset = level.mean(axis=0)  # centred + offset = level
-
-        def paper_statistic(
-            sums: tuple[FloatArray, FloatArray, FloatArray], a: int, i: int, b: int
-        ) -> tuple[float, float]:
-            """The paper's T at ``i`` on [a, b), and the segment's lag-1 autocorrelation
-            under "no change" (both from prefix sums, O(1))."""
-            if self.dims == 1:
-                return paper_statistic_1d(sums, a, i, b)
-            ps, ps2, lag = sums
-            length = b - a
-            total = ps[b] - ps[a]
-            mean = total / length
-            whole = ps2[b] - ps2[a] - total * mean
-            left = ps[i] - ps[a]
-            right = total - left
-            within = whole - (left * left / (i - a) + right * right / (b - i) - total * mean)
-            num = (
-                lag[b - 1] - lag[a]
-                - mean * ((ps[b - 1] - ps[a]) + (ps[b] - ps[a + 1]))
-                + (length - 1) * mean * mean
-            )  # fmt: skip
-            den = np.where(whole > 0, whole, 1.0)
-            phi_null = float(np.max(np.where(whole > 0, num / den, 0.0)))
-            return _ratio(float(whole.sum()), float(within.sum())), phi_null
-
-        def paper_statistic_1d(
-            sums: tuple[FloatArray, FloatArray, FloatArray], a: int, i: int, b: int
-        ) -> tuple[float, float]:
-            """:func:`paper_statistic` of one column: the same arithmetic on scalars, without
-            numpy's per-call overhead (the pruning judges up to ~3 times per candidate)."""
-            whole, within, num = _paper_terms(sums, a, i, b)
-            phi_null = float(num / whole) if whole > 0 else 0.0
-            return _ratio(float(whole), float(within)), phi_null
-
-        def statistic(
-            sums: tuple[FloatArray, FloatArray, FloatArray], a: int, i: int, b: int
-        ) -> tuple[float, float]:
-            """(T, the φ tested) of the split at ``i`` of [a, b).
-
-            The φ tested is the segment's lag-1 autocorrelation under "no change" (the
-            paper's, which keeps the size at α) unless that exceeds all the persistence the
-            noise shows: its φ from first differences with two standard errors (≈ 3/√n
-            each), or the φ its long-run scale implies (dependence at longer range, seen by
-            the blocks). Other shifts inside the segment inflate the null estimate, and
-            with it the critical value, until no edge is significant: a run queue that
-            steps up and down every 30 of 150 readings has lag-1 autocorrelation .94 while
-            its noise has φ = .28 (+ .49); tested at .65 its four steps are found, none
-            before.
-
-            The null estimate is the larger of the lag-1 autocorrelations on the scale T is
-            judged on (skewness out) and on the series' own: the transform of skewed,
-            nonlinearly dependent noise lowers the lag-1 autocorrelation more than the
-            persistence (M/M/1 response times at ρ = .8: .88 transformed, .96 untransformed,
-            and a false change in .18 of 1,000-point series tested at the lower), while
-            spikes lower it on the series' own scale."""
-            t, phi_null = paper_statistic(sums, a, i, b)
-            phi_null = max(phi_null, paper_statistic(own_sums, a, i, b)[1])
-            return t, min(phi_null, phi_cap)
-
-        def verdict_of(t: float, phi: float, a: int, b: int) -> Assessment:
-            """The test's verdict on T of [a, b) at ``phi`` (the costly part of a judgement:
-            the table's curve at that length and φ)."""
-            return self.test.assess(
-                t, n=b - a, phi=phi, alpha=self._level_alpha(b - a), dims=dims, min_size=m
-            )
-
-        def tested(
-            sums: tuple[FloatArray, FloatArray, FloatArray],
-            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
-            a: int,
-            i: int,
-            b: int,
-        ) -> tuple[float, float, Assessment]:
-            """(T, the φ tested, the test's verdict) of the split at ``i`` of [a, b), kept in
-            ``tests``: pruning and re-placing judge most points again on the same segment."""
-            key = (a, i, b)
-            if key not in tests:
-                t, phi = statistic(sums, a, i, b)
-                tests[key] = (t, phi, verdict_of(t, phi, a, b))
-            return tests[key]
-
-        def judge(
-            z: FloatArray,
-            sums: tuple[FloatArray, FloatArray, FloatArray],
-            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
-            sigma: FloatArray,
-            points: list[int],
-            independent: float,
-        ) -> Callable[[int, int, int], seeded.Judged]:
-            """The verdict on a split at ``i`` of [a, b), each of them 0, n or one of
-            ``points`` (the pruning's)."""
-            pz = sums[0]
-
-            paid: dict[int, float] = {}  # the cost of each shorter side judged
-
-            def costs(nl: int, nr: int) -> float:
-                shorter = min(nl, nr)
-                if shorter not in paid:
-                    paid[shorter] = _cost(self.penalty, n, shorter, independent)
-                return paid[shorter]
-
-            measured = sigma > 0
-            effect_unit = np.where(measured, sigma, 1.0)
-
-            ends = [0, *points, n]
-            # where each run of unmoving readings that starts at an end stops
-            still = dict(zip(ends, _still_until(moves, ends, n), strict=True))
-
-            def verdict(a: int, i: int, b: int) -> seeded.Judged:
-                if still[a] >= b:
-                    return seeded.Judged(i, a, b, 0.0, False, 0.0)
-                nl, nr = i - a, b - i
-                ml, mr = (pz[i] - pz[a]) / nl, (pz[b] - pz[i]) / nr
-                delta = float((nl * nr / (nl + nr)) * ((ml - mr) ** 2).sum())
-                lev_l, lev_r = (pl[i] - pl[a]) / nl + offset, (pl[b] - pl[i]) / nr + offset
-                shift = np.abs(lev_r - lev_l)
-                effect = np.where(measured, shift / effect_unit, np.inf)
-                top = np.maximum(np.abs(lev_l + trend * i), np.abs(lev_r + trend * i))
-                relative = np.where(top > 0, shift / np.where(top > 0, top, 1.0), 0.0)
-                if log_levels:
-                    relative = -np.expm1(-shift)
-                large = bool(np.any(
-                    (effect >= self.min_effect) & (relative >= self.min_relative_change)
-                    & (shift > 0)
-                ))  # fmt: skip
-                cost = costs(nl, nr)
-                # the test last, and only when the pruning needs it (``significant``): it is
-                # the costly part, and most candidates fail before it; a segment of two single
-                # points cannot be tested (T is infinite there)
-                passes = large and delta > 0 and delta >= cost and b - a >= _testable(m)
-                passes = passes and _beyond_one_observation(z, columns, a, i, b, cost, 2 * m)
-                return seeded.Judged(i, a, b, delta, None if passes else False, float(effect.max()))
-
-            # One column (most series): the same arithmetic on Python floats, the prefix sums
-            # read once at the only indices a judgement asks for (numpy scalars cost several
-            # times as much an operation).
-            one_column = self.dims == 1
-            columns: list[tuple[_Indexed, _Indexed]] = [
-                (sums[0][:, j], sums[1][:, j]) for j in range(self.dims)
-            ]
-            if one_column:
-                pz1, pl1, pz2 = (
-                    dict(zip(ends, s[ends, 0].tolist(), strict=True)) for s in (pz, pl, sums[1])
-                )
-                columns = [(pz1, pz2)]
-            offset1, trend1, unit1 = float(offset[0]), float(trend[0]), float(effect_unit[0])
-            moved_unit = 2.0 * float(unit[0]) ** 2  # the round's: a difference's long-run variance
-            measured1 = bool(measured[0])
-            min_effect, min_relative = self.min_effect, self.min_relative_change
-            log_levels = self.log_levels
-            testable = _testable(m)
-
-            def verdict_1d(a: int, i: int, b: int) -> seeded.Judged:
-                if still[a] >= b:
-                    return seeded.Judged(i, a, b, 0.0, False, 0.0)
-                nl, nr = i - a, b - i
-                ml, mr = (pz1[i] - pz1[a]) / nl, (pz1[b] - pz1[i]) / nr
-                gap = ml - mr
-                delta = float((nl * nr / (nl + nr)) * (gap * gap))
-                lev_l, lev_r = (pl1[i] - pl1[a]) / nl + offset1, (pl1[b] - pl1[i]) / nr + offset1
-                shift = abs(lev_r - lev_l)
-                effect = float(shift / unit1) if measured1 else math.inf
-                if log_levels:
-                    relative = -math.expm1(-shift)
-                else:
-                    top = max(abs(lev_l + trend1 * i), abs(lev_r + trend1 * i))
-                    relative = shift / top if top > 0 else 0.0
-                large = bool(effect >= min_effect and relative >= min_relative and shift > 0)
-                if not large and effect >= min_effect and shift > 0 and not log_levels:
-                    large = _relative_without_extremes(
-                        centred[:, 0], own_sums, offset1, trend1 * i, a, i, b, min_relative
-                    ) >= min_relative  # fmt: skip
-                cost = costs(nl, nr)
-                if delta >= cost:  # (a louder segment only raises it: looked up where paid)
-                    cost *= _louder(moved, moved_unit, a, i, b)
-                cheap = delta > 0 and delta >= cost and b - a >= testable
-                if cheap and not large and effect >= min_effect and shift > 0:
-                    floor_decided[0] = True  # only the relative floor failed it
-                passes = large and cheap
-                passes = passes and _beyond_one_observation(z, columns, a, i, b, cost, 2 * m)
-                return seeded.Judged(i, a, b, delta, None if passes else False, effect)
-
-            return verdict_1d if one_column else verdict
-
-        def significant(
-            sums: tuple[FloatArray, FloatArray, FloatArray],
-            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]],
-        ) -> Callable[[seeded.Judged], bool]:
-            def test(judged: seeded.Judged) -> bool:
-                a, i, b = judged.start, judged.index, judged.stop
-                t, _, outcome = tested(sums, tests, a, i, b)
-                level = self._level_alpha(b - a)
-                return _rejects(outcome, t, level) or _lone_jump_in_a_column(
-                    centred[a:b], i - a, level
-                )
-
-            return test
-
-        def pruned(
-            found: list[int], sigma: FloatArray
-        ) -> tuple[list[seeded.Judged], list[seeded.Judged]]:
-            """``found`` pruned with this round's noise, sums and tests (``sigma``: the effect
-            floor's σ about them)."""
-            verdict = judge(z, sums, tests, sigma, found, independent)
-            return seeded.prune(found, n, verdict, significant(sums, tests))
-
+        series = _Series.of(level, np.zeros(self.dims) if slope is None else slope)
         # The noise is first measured at short range (first differences, which a shift touches
         # once), the points judged, then its long-run scale measured on the residuals about
         # them, until the points settle: every point is judged against noise without the
         # shifts. (Blocks measured over the whole series count the shifts as noise: four 25σ
         # steps in 150 CPU readings gave a scale 25 times the noise and no point.)
         points: list[int] = sorted(previous or [])
-        measured_about = points
         short_range = not points
-        # whether a judgement of the round failed only for the relative floor (``_Dropped``)
-        floor_decided = [False]
-        # rounding, not noise, below a billionth of the series' range or the float precision
-        # of its values (with the slope added back: a line removed leaves only rounding)
-        magnitude = np.max(np.abs(level), axis=0) + np.abs(trend) * n
-        # Readings that do not move cannot change level: a segment of one constant reading (an
-        # idle service's zeros, a pegged gauge) is not split, whatever slope was removed from
-        # it. (Idle zeros less a trend's line are a line, which the search drew as a
-        # staircase of level points; at 10⁶ readings it took 16 s.)
-        moves = _moves(level + np.outer(_ramp(n), trend) if trend.any() else level, magnitude)
-        floors = [
-            max(1e-9 * float(np.ptp(sym[:, j])), grid.float_sigma(float(magnitude[j]))) or 1.0
-            for j in range(self.dims)
-        ]
-        layer: dict[int, int] = {}
         # the effect floor's σ about some points (on ``centred``, the same every round)
         residual_scales: dict[tuple[int, ...], FloatArray] = {}
-        kept: list[seeded.Judged] = []
-        dropped: list[seeded.Judged] = []
         # A round only rescales ``sym`` (z = sym / σ): its prefix sums (of sym, sym² and
         # sym_t sym_t+1) are taken once and rescaled, and, for one column, every seeded
         # interval's best split is found once and its z² rescaled (``seeded.SplitMemo``).
-        own_scale = (_prefix(sym), _prefix(sym * sym), _prefix(sym[1:] * sym[:-1]))
-        moved = _squared_moves(sym[:, 0]) if self.dims == 1 else np.zeros(n + 1)
         memo = seeded.SplitMemo()
         for _ in range(_NOISE_ROUNDS):
-            measured_about = points
-            floor_decided[0] = self.dims > 1  # the joint judge does not say
-            resid = sym - _segment_means(sym, points)
-            top = 1 if short_range else None
-            noise = [_long_run_scale(resid[:, j], floors[j], top, m) for j in range(self.dims)]
+            current = _Round(self, series, points, short_range)
             short_range = False
-            # the most persistence the noise shows the test (see ``tested``): its φ at short
-            # range with two standard errors, on the symmetrised scale or the series' own (as
-            # the null estimate), or the φ its long-run scale implies. (The φ estimated: the
-            # yardstick's is 0 where it is not told from independence, so measured again.)
-            own = centred - _segment_means(centred, points)
-            phi_cap = max(
-                *(
-                    phi or robust_mod.persistence(resid[:, j], max_block=top)
-                    for j, (phi, _, _) in enumerate(noise)
-                ),
-                *(robust_mod.persistence(own[:, j], max_block=top) for j in range(self.dims)),
-            ) + _PHI_CAP_SE * 3.0 / math.sqrt(n // robust_mod.pair_stride(n))
-            phi_cap = max(phi_cap, *(implied for _, _, implied in noise))
-            # how many independent observations the long-run yardstick rests on (``_cost``)
-            independent = _independent(
-                n, noise, robust_mod.memory_cap(n, top), robust_mod.longest_block(n, top)
-            )
-            unit = np.array([s for _, s, _ in noise])
-            z = sym / unit  # unit long-run variance
-            dims = _effective_columns(z) if self.dims > 1 else 1.0
-            critical_at = self._critical_z2(test, dims)
-            # prefix sums of z, z² and z_t z_{t+1}: every judgement is O(1)
-            sums = (own_scale[0] / unit, own_scale[1] / unit**2, own_scale[2] / unit**2)
-            if self.dims == 1:  # on sym's own scale, the thresholds in its units
-                var = float(unit[0]) ** 2
-                found_raw = seeded.seeded_candidates(
-                    sym, m, _at_level(critical_at, _CANDIDATE_ALPHA, var), self.max_depth,
-                    sums=own_scale[:2], memo=memo,
-                )  # fmt: skip
-                candidates = dataclasses.replace(found_raw, strength=found_raw.strength / var)
-            else:
-                candidates = seeded.seeded_candidates(
-                    z, m, _at_level(critical_at, _CANDIDATE_ALPHA), self.max_depth, sums=sums[:2]
-                )
+            candidates = current.candidates(memo)
             chosen = seeded.greedy(candidates)
             found = chosen.index.tolist()
             layer = dict(zip(found, chosen.layer.tolist(), strict=True))
-            tests: dict[tuple[int, int, int], tuple[float, float, Assessment]] = {}
-
-            dropped = []
-            # The effect floor's noise σ comes from the finer, then the pruned fit; a survivor
-            # is then moved to the best split between its final neighbours (a seeded interval's
-            # split can be a few observations off) and the survivors judged again. Not in the
-            # short-range round: its points only say where the long-run noise is first
-            # measured, and the next round judges them again (a long series' first round
-            # prunes thousands of candidates to hundreds, and each pruning re-tests them all).
-            for _ in range(1 if top == 1 else _PRUNE_ROUNDS):
-                key = tuple(found)
-                if key not in residual_scales:  # the rounds often prune the same points
-                    residual_scales[key] = _residual_scale(centred, [0, *found, n])
-                sigma = residual_scales[key]
-                kept, gone = pruned(found, sigma)
-                dropped += gone
-                burst = (
-                    _transients(
-                        kept,
-                        centred,
-                        float(sigma[0]),
-                        sums[0],
-                        functools.partial(_cost, self.penalty, n, independent=independent),
-                        2 * m,
-                        noise[0][0],
-                    )
-                    if self.dims == 1
-                    else set()
-                )
-                if burst:
-                    # judged again without them: their neighbours' segments now span the burst
-                    dropped += [k for k in kept if k.index in burst]
-                    found = [k.index for k in kept if k.index not in burst]
-                    kept, gone = pruned(found, sigma)
-                    dropped += gone
-                # A point that is its segment's one outsized move is where its change is, to
-                # the observation: the re-placing is for seeded splits a few observations off,
-                # and the largest z² of a segment that also leans can be far from its jump (a
-                # counter reset at 120 of 200 readings moved to 34, where it failed, and was lost).
-                jumps = [
-                    k.index
-                    for k in kept
-                    if _lone_jump_in_a_column(
-                        centred[k.start : k.stop],
-                        k.index - k.start,
-                        self._level_alpha(k.stop - k.start),
-                    )
-                ]
-                placed = seeded.refine(sums[0], [k.index for k in kept], m, jumps)
-                if placed == found:
-                    break
-                found = placed
+            kept, dropped, found = current.settled(found, residual_scales)
             self.log(
                 "change points: %d candidate(s), %d kept by the greedy pass, %d judged real",
                 len(candidates),
@@ -458,115 +134,7 @@ class _Practical:
             if found == points:
                 break
             points = found
-
-        def evidence(judged: seeded.Judged, final: bool) -> tuple[float, float, Assessment | None]:
-            """(T, the φ tested, the test's verdict: None while still to be looked up)."""
-            a, i, b = judged.start, judged.index, judged.stop
-            if b - a < _testable(m):
-                # a dropped candidate between close neighbours can sit in a segment too short
-                # for the test (two single points): it was never tested, so it has no verdict
-                return *paper_statistic(sums, a, i, b), Assessment(math.inf, math.nan)
-            if final:
-                return tested(sums, tests, a, i, b)
-            return tests.get((a, i, b)) or (*statistic(sums, a, i, b), None)
-
-        def evidences(
-            found: list[seeded.Judged],
-        ) -> list[tuple[float, float, Assessment | None]]:
-            """:func:`evidence` (not final) of many points; on one column, their statistics
-            taken at once (10⁶ readings drop ~4,000 candidates a search: 70 ms one by one)."""
-            if self.dims != 1 or not found:
-                return [evidence(j, False) for j in found]
-            a, i, b = (
-                np.array([getattr(j, k) for j in found], dtype=np.intp)
-                for k in ("start", "index", "stop")
-            )
-            t, phi = _paper_statistics_1d(sums, a, i, b)
-            own = _paper_statistics_1d(own_sums, a, i, b)[1]
-            judged_at = np.minimum(np.maximum(phi, own), phi_cap)  # as ``statistic``
-            out: list[tuple[float, float, Assessment | None]] = []
-            for j, tj, pj, qj in zip(
-                found, t.tolist(), phi.tolist(), judged_at.tolist(), strict=True
-            ):
-                if j.stop - j.start < _testable(m):
-                    out.append((tj, pj, Assessment(math.inf, math.nan)))  # as ``evidence``
-                else:
-                    out.append(tests.get((j.start, j.index, j.stop)) or (tj, qj, None))
-            return out
-
-        def means(found: list[seeded.Judged]) -> tuple[FloatArray, FloatArray]:
-            """Each point's means before and after it, the series' units (rows: the points)."""
-            a, i, b = (
-                np.array([getattr(j, k) for j in found], dtype=np.intp)
-                for k in ("start", "index", "stop")
-            )
-            before = (pl[i] - pl[a]) / (i - a)[:, None] + offset
-            return before, (pl[b] - pl[i]) / (b - i)[:, None] + offset
-
-        def as_points(
-            found: list[seeded.Judged],
-            evidences: list[tuple[float, float, Assessment | None]],
-            before: FloatArray,
-            after: FloatArray,
-            phi_residuals: list[float],
-        ) -> list[ChangePoint]:
-            made = []
-            # the verdicts still to look up, at once: a long search drops thousands
-            pending = [
-                (t, j.stop - j.start, phi, self._level_alpha(j.stop - j.start))
-                for j, (t, phi, known) in zip(found, evidences, strict=True)
-                if known is None
-            ]
-            looked_up = iter(_assessed(self.test, pending, dims, m))
-            for k, (judged, (t, phi_tested, known)) in enumerate(
-                zip(found, evidences, strict=True)
-            ):
-                a, i, b = judged.start, judged.index, judged.stop
-                verdict = next(looked_up) if known is None else known
-                made.append(
-                    ChangePoint(
-                        index=i,
-                        statistic=t,
-                        critical_value=verdict.critical_value,
-                        p_value=verdict.p_value,
-                        alpha=self._level_alpha(b - a),
-                        phi=phi_tested,
-                        phi_residual=phi_residuals[k],
-                        level=layer.get(i, 0),
-                        start=a,
-                        stop=b,
-                        mean_before=tuple(float(v) for v in before[k]),
-                        mean_after=tuple(float(v) for v in after[k]),
-                        strength=judged.strength,
-                        effect=judged.effect,
-                    )
-                )
-            return made
-
-        # The kept points in full. A point dropped in one round may be kept (or dropped again)
-        # in a later one: its last verdict counts. The dropped are made into points when read
-        # (``_Dropped``), from their statistics and means taken now: the arrays are not kept.
-        final = {j.index for j in kept}
-        # the kept points' segments are disjoint, so O(n) in all
-        phi_residual = [
-            float(_residual_lag1_columns(_centre(z[j.start : j.stop]), j.index - j.start).max())
-            for j in kept
-        ]
-        last = list({j.index: j for j in dropped if j.index not in final}.values())
-        last_evidence = evidences(last)
-        last_means = means(last)
-        made = as_points(kept, [evidence(j, True) for j in kept], *means(kept), phi_residual)
-        # Started from the points kept, a search without the relative floor measures the noise
-        # about them, as this one's last round did, and judges as it did where the floor never
-        # decided: where that round settled on them, it would end here too (with no point, it
-        # would start at short range instead)
-        kept_at = sorted(j.index for j in kept)
-        repeats = bool(kept) and kept_at == measured_about == found
-        return made, _Dropped(
-            len(last),
-            lambda: as_points(last, last_evidence, *last_means, [math.nan] * len(last)),
-            same_without_floor=repeats and not floor_decided[0],
-        )
+        return current.points(kept, dropped, layer, found)
 
     def _critical_z2(
         self, test: SignificanceTest, dims: float
@@ -597,6 +165,495 @@ class _Practical:
 
     def _level_alpha(self, length: int) -> float:
         return self.alpha * length / self.n if self.alpha_spending == "length" else self.alpha
+
+
+@dataclass(frozen=True, slots=True)
+class _Series:
+    """What a level search measures of its series once, whatever the noise round."""
+
+    trend: FloatArray  # the slope removed from the series, per observation
+    centred: FloatArray
+    offset: FloatArray  # centred + offset = level
+    sym: FloatArray  # skewness out: T is judged on a near-Gaussian scale
+    # prefix sums on the series' own scale, for its lag-1 autocorrelation (see ``statistic``)
+    own_sums: tuple[FloatArray, FloatArray, FloatArray]
+    # prefix sums of sym, sym² and sym_t sym_t+1, rescaled by each round's σ
+    own_scale: tuple[FloatArray, FloatArray, FloatArray]
+    moves: NDArray[np.intp]  # the rows at which the readings move (``_moves``)
+    floors: list[float]  # per column, the finest noise the readings can show
+    moved: FloatArray  # prefix sums of the capped squared moves (``_louder``)
+
+    @classmethod
+    def of(cls, level: FloatArray, trend: FloatArray) -> _Series:
+        """``level``: n × dims, the series' units, its cycle and ``trend`` removed."""
+        n, dims = level.shape
+        centred = _centre(level)
+        sym = _symmetrised(centred)
+        pl = _prefix(centred)
+        # rounding, not noise, below a billionth of the series' range or the float precision
+        # of its values (with the slope added back: a line removed leaves only rounding)
+        magnitude = np.max(np.abs(level), axis=0) + np.abs(trend) * n
+        # Readings that do not move cannot change level: a segment of one constant reading (an
+        # idle service's zeros, a pegged gauge) is not split, whatever slope was removed from
+        # it. (Idle zeros less a trend's line are a line, which the search drew as a
+        # staircase of level points; at 10⁶ readings it took 16 s.)
+        moves = _moves(level + np.outer(_ramp(n), trend) if trend.any() else level, magnitude)
+        floors = [
+            max(1e-9 * float(np.ptp(sym[:, j])), grid.float_sigma(float(magnitude[j]))) or 1.0
+            for j in range(dims)
+        ]
+        return cls(
+            trend=trend,
+            centred=centred,
+            offset=level.mean(axis=0),
+            sym=sym,
+            own_sums=(pl, _prefix(centred * centred), _prefix(centred[1:] * centred[:-1])),
+            own_scale=(_prefix(sym), _prefix(sym * sym), _prefix(sym[1:] * sym[:-1])),
+            moves=moves,
+            floors=floors,
+            moved=_squared_moves(sym[:, 0]) if dims == 1 else np.zeros(n + 1),
+        )
+
+
+class _Round:
+    """One noise round of a level search: the noise measured about ``points`` (at short range
+    in the first round of a search with no start), the yardstick and the test's φ cap it
+    gives, and every judgement made with them."""
+
+    def __init__(
+        self, search: _Practical, series: _Series, points: list[int], short_range: bool
+    ) -> None:
+        self.search, self.series = search, series
+        self.about = points  # the points the noise was measured about
+        n, m = search.n, search.min_size
+        self.top = 1 if short_range else None
+        sym, centred = series.sym, series.centred
+        resid = sym - _segment_means(sym, points)
+        self.noise = [
+            _long_run_scale(resid[:, j], series.floors[j], self.top, m) for j in range(search.dims)
+        ]
+        # the most persistence the noise shows the test (see ``statistic``): its φ at short
+        # range with two standard errors, on the symmetrised scale or the series' own (as
+        # the null estimate), or the φ its long-run scale implies. (The φ estimated: the
+        # yardstick's is 0 where it is not told from independence, so measured again.)
+        own = centred - _segment_means(centred, points)
+        phi_cap = max(
+            *(
+                phi or robust_mod.persistence(resid[:, j], max_block=self.top)
+                for j, (phi, _, _) in enumerate(self.noise)
+            ),
+            *(robust_mod.persistence(own[:, j], max_block=self.top) for j in range(search.dims)),
+        ) + _PHI_CAP_SE * 3.0 / math.sqrt(n // robust_mod.pair_stride(n))
+        self.phi_cap = max(phi_cap, *(implied for _, _, implied in self.noise))
+        # how many independent observations the long-run yardstick rests on (``_cost``)
+        self.independent = _independent(
+            n, self.noise, robust_mod.memory_cap(n, self.top), robust_mod.longest_block(n, self.top)
+        )
+        self.unit = np.array([s for _, s, _ in self.noise])
+        self.z = sym / self.unit  # unit long-run variance
+        self.dims = _effective_columns(self.z) if search.dims > 1 else 1.0
+        # prefix sums of z, z² and z_t z_{t+1}: every judgement is O(1)
+        scale = series.own_scale
+        unit = self.unit
+        self.sums = (scale[0] / unit, scale[1] / unit**2, scale[2] / unit**2)
+        self.tests: dict[tuple[int, int, int], tuple[float, float, Assessment]] = {}
+        # whether a judgement failed only for the relative floor (``_Dropped``; the joint
+        # judge does not say)
+        self.floor_decided = search.dims > 1
+
+    def candidates(self, memo: seeded.SplitMemo) -> seeded.Candidates:
+        """The seeded intervals' best splits that reach the candidates' level (``memo``: the
+        splits of the search's earlier rounds)."""
+        search = self.search
+        # the critical z² from the test without φ estimated (its tables' curves)
+        test = (
+            dataclasses.replace(search.test, phi_estimated=False)
+            if isinstance(search.test, FPATest)
+            else search.test
+        )
+        critical_at = search._critical_z2(test, self.dims)
+        if search.dims == 1:  # on sym's own scale, the thresholds in its units
+            var = float(self.unit[0]) ** 2
+            found = seeded.seeded_candidates(
+                self.series.sym, search.min_size, _at_level(critical_at, _CANDIDATE_ALPHA, var),
+                search.max_depth, sums=self.series.own_scale[:2], memo=memo,
+            )  # fmt: skip
+            return dataclasses.replace(found, strength=found.strength / var)
+        return seeded.seeded_candidates(
+            self.z, search.min_size, _at_level(critical_at, _CANDIDATE_ALPHA), search.max_depth,
+            sums=self.sums[:2],
+        )  # fmt: skip
+
+    def settled(
+        self, found: list[int], residual_scales: dict[tuple[int, ...], FloatArray]
+    ) -> tuple[list[seeded.Judged], list[seeded.Judged], list[int]]:
+        """(kept, dropped, placed): ``found`` pruned, each survivor moved to the best split
+        between its final neighbours, and pruned again until they stay put.
+
+        The effect floor's noise σ comes from the finer, then the pruned fit; a survivor is
+        moved because a seeded interval's split can be a few observations off. Not in the
+        short-range round: its points only say where the long-run noise is first measured, and
+        the next round judges them again (a long series' first round prunes thousands of
+        candidates to hundreds, and each pruning re-tests them all)."""
+        search, centred = self.search, self.series.centred
+        n, m = search.n, search.min_size
+        kept: list[seeded.Judged] = []
+        dropped: list[seeded.Judged] = []
+        for _ in range(1 if self.top == 1 else _PRUNE_ROUNDS):
+            key = tuple(found)
+            if key not in residual_scales:  # the rounds often prune the same points
+                residual_scales[key] = _residual_scale(centred, [0, *found, n])
+            sigma = residual_scales[key]
+            kept, gone = self.pruned(found, sigma)
+            dropped += gone
+            burst = (
+                _transients(
+                    kept,
+                    centred,
+                    float(sigma[0]),
+                    self.sums[0],
+                    functools.partial(_cost, search.penalty, n, independent=self.independent),
+                    2 * m,
+                    self.noise[0][0],
+                )
+                if search.dims == 1
+                else set()
+            )
+            if burst:
+                # judged again without them: their neighbours' segments now span the burst
+                dropped += [k for k in kept if k.index in burst]
+                found = [k.index for k in kept if k.index not in burst]
+                kept, gone = self.pruned(found, sigma)
+                dropped += gone
+            # A point that is its segment's one outsized move is where its change is, to the
+            # observation: the re-placing is for seeded splits a few observations off, and the
+            # largest z² of a segment that also leans can be far from its jump (a counter
+            # reset at 120 of 200 readings moved to 34, where it failed, and was lost).
+            jumps = [
+                k.index
+                for k in kept
+                if _lone_jump_in_a_column(
+                    centred[k.start : k.stop],
+                    k.index - k.start,
+                    search._level_alpha(k.stop - k.start),
+                )
+            ]
+            placed = seeded.refine(self.sums[0], [k.index for k in kept], m, jumps)
+            if placed == found:
+                break
+            found = placed
+        return kept, dropped, found
+
+    def pruned(
+        self, found: list[int], sigma: FloatArray
+    ) -> tuple[list[seeded.Judged], list[seeded.Judged]]:
+        """``found`` pruned with this round's noise, sums and tests (``sigma``: the effect
+        floor's σ about them)."""
+        return seeded.prune(found, self.search.n, self.judge(sigma, found), self.significant)
+
+    def paper_statistic(
+        self, sums: tuple[FloatArray, FloatArray, FloatArray], a: int, i: int, b: int
+    ) -> tuple[float, float]:
+        """The paper's T at ``i`` on [a, b), and the segment's lag-1 autocorrelation under
+        "no change" (both from prefix sums, O(1))."""
+        if self.search.dims == 1:
+            # the same arithmetic on scalars, without numpy's per-call overhead (the pruning
+            # judges up to ~3 times per candidate)
+            whole, within, num = _paper_terms(sums, a, i, b)
+            return _ratio(float(whole), float(within)), float(num / whole) if whole > 0 else 0.0
+        ps, ps2, lag = sums
+        length = b - a
+        total = ps[b] - ps[a]
+        mean = total / length
+        whole = ps2[b] - ps2[a] - total * mean
+        left = ps[i] - ps[a]
+        right = total - left
+        within = whole - (left * left / (i - a) + right * right / (b - i) - total * mean)
+        num = (
+            lag[b - 1] - lag[a]
+            - mean * ((ps[b - 1] - ps[a]) + (ps[b] - ps[a + 1]))
+            + (length - 1) * mean * mean
+        )  # fmt: skip
+        den = np.where(whole > 0, whole, 1.0)
+        phi_null = float(np.max(np.where(whole > 0, num / den, 0.0)))
+        return _ratio(float(whole.sum()), float(within.sum())), phi_null
+
+    def statistic(self, a: int, i: int, b: int) -> tuple[float, float]:
+        """(T, the φ tested) of the split at ``i`` of [a, b).
+
+        The φ tested is the segment's lag-1 autocorrelation under "no change" (the paper's,
+        which keeps the size at α) unless that exceeds all the persistence the noise shows:
+        its φ from first differences with two standard errors (≈ 3/√n each), or the φ its
+        long-run scale implies (dependence at longer range, seen by the blocks). Other
+        shifts inside the segment inflate the null estimate, and with it the critical value,
+        until no edge is significant: a run queue that steps up and down every 30 of 150
+        readings has lag-1 autocorrelation .94 while its noise has φ = .28 (+ .49); tested
+        at .65 its four steps are found, none before.
+
+        The null estimate is the larger of the lag-1 autocorrelations on the scale T is
+        judged on (skewness out) and on the series' own: the transform of skewed,
+        nonlinearly dependent noise lowers the lag-1 autocorrelation more than the
+        persistence (M/M/1 response times at ρ = .8: .88 transformed, .96 untransformed,
+        and a false change in .18 of 1,000-point series tested at the lower), while spikes
+        lower it on the series' own scale."""
+        t, phi_null = self.paper_statistic(self.sums, a, i, b)
+        phi_null = max(phi_null, self.paper_statistic(self.series.own_sums, a, i, b)[1])
+        return t, min(phi_null, self.phi_cap)
+
+    def tested(self, a: int, i: int, b: int) -> tuple[float, float, Assessment]:
+        """(T, the φ tested, the test's verdict) of the split at ``i`` of [a, b), kept:
+        pruning and re-placing judge most points again on the same segment. The verdict is
+        the costly part of a judgement (the table's curve at that length and φ)."""
+        key = (a, i, b)
+        if key not in self.tests:
+            search = self.search
+            t, phi = self.statistic(a, i, b)
+            verdict = search.test.assess(
+                t, n=b - a, phi=phi, alpha=search._level_alpha(b - a), dims=self.dims,
+                min_size=search.min_size,
+            )  # fmt: skip
+            self.tests[key] = (t, phi, verdict)
+        return self.tests[key]
+
+    def significant(self, judged: seeded.Judged) -> bool:
+        """The significance test of a judgement left pending (``seeded.prune``): the FPA test,
+        or a lone jump."""
+        a, i, b = judged.start, judged.index, judged.stop
+        t, _, outcome = self.tested(a, i, b)
+        level = self.search._level_alpha(b - a)
+        return _rejects(outcome, t, level) or _lone_jump_in_a_column(
+            self.series.centred[a:b], i - a, level
+        )
+
+    def judge(
+        self, sigma: FloatArray, points: list[int]
+    ) -> Callable[[int, int, int], seeded.Judged]:
+        """The verdict on a split at ``i`` of [a, b), each of them 0, n or one of ``points``
+        (the pruning's), all but the significance test (left pending where the rest pass);
+        ``sigma``: the effect floor's σ."""
+        search, series = self.search, self.series
+        n, m = search.n, search.min_size
+        z, sums, independent = self.z, self.sums, self.independent
+        centred, own_sums, moved = series.centred, series.own_sums, series.moved
+        offset, trend, pz, pl = series.offset, series.trend, sums[0], own_sums[0]
+
+        paid: dict[int, float] = {}  # the cost of each shorter side judged
+
+        def costs(nl: int, nr: int) -> float:
+            shorter = min(nl, nr)
+            if shorter not in paid:
+                paid[shorter] = _cost(search.penalty, n, shorter, independent)
+            return paid[shorter]
+
+        measured = sigma > 0
+        effect_unit = np.where(measured, sigma, 1.0)
+
+        ends = [0, *points, n]
+        # where each run of unmoving readings that starts at an end stops
+        still = dict(zip(ends, _still_until(series.moves, ends, n), strict=True))
+        testable = _testable(m)
+
+        if search.dims > 1:
+            columns: list[tuple[_Indexed, _Indexed]] = [
+                (sums[0][:, j], sums[1][:, j]) for j in range(search.dims)
+            ]
+
+            def verdict(a: int, i: int, b: int) -> seeded.Judged:
+                if still[a] >= b:
+                    return seeded.Judged(i, a, b, 0.0, False, 0.0)
+                nl, nr = i - a, b - i
+                ml, mr = (pz[i] - pz[a]) / nl, (pz[b] - pz[i]) / nr
+                delta = float((nl * nr / (nl + nr)) * ((ml - mr) ** 2).sum())
+                lev_l, lev_r = (pl[i] - pl[a]) / nl + offset, (pl[b] - pl[i]) / nr + offset
+                shift = np.abs(lev_r - lev_l)
+                effect = np.where(measured, shift / effect_unit, np.inf)
+                top = np.maximum(np.abs(lev_l + trend * i), np.abs(lev_r + trend * i))
+                relative = np.where(top > 0, shift / np.where(top > 0, top, 1.0), 0.0)
+                if search.log_levels:
+                    relative = -np.expm1(-shift)
+                large = bool(np.any(
+                    (effect >= search.min_effect) & (relative >= search.min_relative_change)
+                    & (shift > 0)
+                ))  # fmt: skip
+                cost = costs(nl, nr)
+                # the test last, and only when the pruning needs it (``significant``): it is
+                # the costly part, and most candidates fail before it; a segment of two single
+                # points cannot be tested (T is infinite there)
+                passes = large and delta > 0 and delta >= cost and b - a >= testable
+                passes = passes and _beyond_one_observation(z, columns, a, i, b, cost, 2 * m)
+                return seeded.Judged(i, a, b, delta, None if passes else False, float(effect.max()))
+
+            return verdict
+
+        # One column (most series): the same arithmetic on Python floats, the prefix sums read
+        # once at the only indices a judgement asks for (numpy scalars cost several times as
+        # much an operation).
+        pz1, pl1, pz2 = (
+            dict(zip(ends, s[ends, 0].tolist(), strict=True)) for s in (pz, pl, sums[1])
+        )
+        columns1: list[tuple[_Indexed, _Indexed]] = [(pz1, pz2)]
+        offset1, trend1, unit1 = float(offset[0]), float(trend[0]), float(effect_unit[0])
+        moved_unit = 2.0 * float(self.unit[0]) ** 2  # the round's: a difference's long-run variance
+        measured1 = bool(measured[0])
+        min_effect, min_relative = search.min_effect, search.min_relative_change
+        log_levels = search.log_levels
+        column = centred[:, 0]
+
+        def verdict_1d(a: int, i: int, b: int) -> seeded.Judged:
+            if still[a] >= b:
+                return seeded.Judged(i, a, b, 0.0, False, 0.0)
+            nl, nr = i - a, b - i
+            ml, mr = (pz1[i] - pz1[a]) / nl, (pz1[b] - pz1[i]) / nr
+            gap = ml - mr
+            delta = float((nl * nr / (nl + nr)) * (gap * gap))
+            lev_l, lev_r = (pl1[i] - pl1[a]) / nl + offset1, (pl1[b] - pl1[i]) / nr + offset1
+            shift = abs(lev_r - lev_l)
+            effect = float(shift / unit1) if measured1 else math.inf
+            if log_levels:
+                relative = -math.expm1(-shift)
+            else:
+                top = max(abs(lev_l + trend1 * i), abs(lev_r + trend1 * i))
+                relative = shift / top if top > 0 else 0.0
+            large = bool(effect >= min_effect and relative >= min_relative and shift > 0)
+            if not large and effect >= min_effect and shift > 0 and not log_levels:
+                large = _relative_without_extremes(
+                    column, own_sums, offset1, trend1 * i, a, i, b, min_relative
+                ) >= min_relative  # fmt: skip
+            cost = costs(nl, nr)
+            if delta >= cost:  # (a louder segment only raises it: looked up where paid)
+                cost *= _louder(moved, moved_unit, a, i, b)
+            cheap = delta > 0 and delta >= cost and b - a >= testable
+            if cheap and not large and effect >= min_effect and shift > 0:
+                self.floor_decided = True  # only the relative floor failed it
+            passes = large and cheap
+            passes = passes and _beyond_one_observation(z, columns1, a, i, b, cost, 2 * m)
+            return seeded.Judged(i, a, b, delta, None if passes else False, effect)
+
+        return verdict_1d
+
+    def evidence(
+        self, judged: seeded.Judged, final: bool
+    ) -> tuple[float, float, Assessment | None]:
+        """(T, the φ tested, the test's verdict: None while still to be looked up)."""
+        a, i, b = judged.start, judged.index, judged.stop
+        if b - a < _testable(self.search.min_size):
+            # a dropped candidate between close neighbours can sit in a segment too short for
+            # the test (two single points): it was never tested, so it has no verdict
+            return *self.paper_statistic(self.sums, a, i, b), Assessment(math.inf, math.nan)
+        if final:
+            return self.tested(a, i, b)
+        return self.tests.get((a, i, b)) or (*self.statistic(a, i, b), None)
+
+    def evidences(self, found: list[seeded.Judged]) -> list[tuple[float, float, Assessment | None]]:
+        """:meth:`evidence` (not final) of many points; on one column, their statistics taken
+        at once (10⁶ readings drop ~4,000 candidates a search: 70 ms one by one)."""
+        if self.search.dims != 1 or not found:
+            return [self.evidence(j, False) for j in found]
+        a, i, b = (
+            np.array([getattr(j, k) for j in found], dtype=np.intp)
+            for k in ("start", "index", "stop")
+        )
+        t, phi = _paper_statistics_1d(self.sums, a, i, b)
+        own = _paper_statistics_1d(self.series.own_sums, a, i, b)[1]
+        judged_at = np.minimum(np.maximum(phi, own), self.phi_cap)  # as ``statistic``
+        testable = _testable(self.search.min_size)
+        out: list[tuple[float, float, Assessment | None]] = []
+        for j, tj, pj, qj in zip(found, t.tolist(), phi.tolist(), judged_at.tolist(), strict=True):
+            if j.stop - j.start < testable:
+                out.append((tj, pj, Assessment(math.inf, math.nan)))  # as ``evidence``
+            else:
+                out.append(self.tests.get((j.start, j.index, j.stop)) or (tj, qj, None))
+        return out
+
+    def means(self, found: list[seeded.Judged]) -> tuple[FloatArray, FloatArray]:
+        """Each point's means before and after it, the series' units (rows: the points)."""
+        a, i, b = (
+            np.array([getattr(j, k) for j in found], dtype=np.intp)
+            for k in ("start", "index", "stop")
+        )
+        pl, offset = self.series.own_sums[0], self.series.offset
+        before = (pl[i] - pl[a]) / (i - a)[:, None] + offset
+        return before, (pl[b] - pl[i]) / (b - i)[:, None] + offset
+
+    def as_points(
+        self,
+        found: list[seeded.Judged],
+        evidences: list[tuple[float, float, Assessment | None]],
+        before: FloatArray,
+        after: FloatArray,
+        phi_residuals: list[float],
+        layer: dict[int, int],
+    ) -> list[ChangePoint]:
+        """The judged points as change points, the verdicts still to look up taken at once (a
+        long search drops thousands)."""
+        search = self.search
+        pending = [
+            (t, j.stop - j.start, phi, search._level_alpha(j.stop - j.start))
+            for j, (t, phi, known) in zip(found, evidences, strict=True)
+            if known is None
+        ]
+        looked_up = iter(_assessed(search.test, pending, self.dims, search.min_size))
+        made = []
+        for k, (judged, (t, phi_tested, known)) in enumerate(zip(found, evidences, strict=True)):
+            a, i, b = judged.start, judged.index, judged.stop
+            verdict = next(looked_up) if known is None else known
+            made.append(
+                ChangePoint(
+                    index=i,
+                    statistic=t,
+                    critical_value=verdict.critical_value,
+                    p_value=verdict.p_value,
+                    alpha=search._level_alpha(b - a),
+                    phi=phi_tested,
+                    phi_residual=phi_residuals[k],
+                    level=layer.get(i, 0),
+                    start=a,
+                    stop=b,
+                    mean_before=tuple(float(v) for v in before[k]),
+                    mean_after=tuple(float(v) for v in after[k]),
+                    strength=judged.strength,
+                    effect=judged.effect,
+                )
+            )
+        return made
+
+    def points(
+        self,
+        kept: list[seeded.Judged],
+        dropped: list[seeded.Judged],
+        layer: dict[int, int],
+        found: list[int],
+    ) -> tuple[list[ChangePoint], _Dropped]:
+        """The search's result from its last round: the kept points in full, the dropped
+        made into points when read.
+
+        A point dropped in one round may be kept (or dropped again) in a later one: its last
+        verdict counts. The dropped are made from their statistics and means taken now: the
+        arrays are not kept."""
+        final = {j.index for j in kept}
+        # the kept points' segments are disjoint, so O(n) in all
+        phi_residual = [
+            float(
+                _residual_lag1_columns(_centre(self.z[j.start : j.stop]), j.index - j.start).max()
+            )
+            for j in kept
+        ]
+        last = list({j.index: j for j in dropped if j.index not in final}.values())
+        last_evidence = self.evidences(last)
+        last_means = self.means(last)
+        made = self.as_points(
+            kept, [self.evidence(j, True) for j in kept], *self.means(kept), phi_residual, layer
+        )
+        # Started from the points kept, a search without the relative floor measures the noise
+        # about them, as this one's last round did, and judges as it did where the floor never
+        # decided: where that round settled on them, it would end here too (with no point, it
+        # would start at short range instead)
+        repeats = bool(kept) and sorted(j.index for j in kept) == self.about == found
+        return made, _Dropped(
+            len(last),
+            lambda: self.as_points(last, last_evidence, *last_means, [math.nan] * len(last), layer),
+            same_without_floor=repeats and not self.floor_decided,
+        )
 
 
 def _relative_without_extremes(

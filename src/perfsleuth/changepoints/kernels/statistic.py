@@ -101,7 +101,7 @@ def _paper_statistics_1d(
     i: NDArray[np.intp],
     b: NDArray[np.intp],
 ) -> tuple[FloatArray, FloatArray]:
-    """``_Practical.run``'s ``paper_statistic_1d`` at many splits at once: the paper's T at
+    """``_Round.paper_statistic`` of one column at many splits at once: the paper's T at
     each ``i`` of [a, b) and the segment's lag-1 autocorrelation under "no change"."""
     whole, within, num = _paper_terms(sums, a, i, b)
     positive = whole > 0
