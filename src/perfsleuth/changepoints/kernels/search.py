@@ -341,37 +341,10 @@ def find_change_points(
     >>> find_change_points([95, 105, 510, 490]).indices
     (2,)
     """
-    if not (isinstance(alpha, float | int) and 0.0 < alpha < 1.0):
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    if min_size is not None:
-        _check_min_size(min_size)
-    if alpha_spending not in ("length", "none"):
-        raise ValueError(f"alpha_spending must be 'length' or 'none', got {alpha_spending!r}")
-    if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 0):
-        raise ValueError(f"max_depth must be a non-negative integer or None, got {max_depth!r}")
-    for name, value in (
-        ("min_effect", min_effect),
-        ("min_relative_change", 0.0 if min_relative_change is None else min_relative_change),
-        ("penalty", penalty),
-    ):
-        if not (isinstance(value, float | int) and math.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    if isinstance(method, str):
-        if method not in _TESTS:
-            raise ValueError(f"method must be one of {', '.join(_TESTS)}, got {method!r}")
-        test = _TESTS[method]
-    elif isinstance(method, SignificanceTest):
-        test = method
-    else:
-        raise ValueError(f"method must be a name or a SignificanceTest, got {method!r}")
-    if test.name == "paper" and (not math.isclose(alpha, 0.05) or alpha_spending != "none"):
-        raise ValueError(
-            "method='paper' is the paper's alpha = 0.05 curve: "
-            "pass alpha=0.05 and alpha_spending='none'"
-        )
-
-    if missing not in ("error", "drop"):
-        raise ValueError(f"missing must be 'error' or 'drop', got {missing!r}")
+    test = _checked_options(
+        alpha, min_size, method, alpha_spending, max_depth, min_effect, min_relative_change,
+        penalty, missing,
+    )  # fmt: skip
     table = _as_columns(values, allow_nan=missing == "drop")
     seen: NDArray[np.intp] | None = None  # the rows with every column read, where some are not
     if missing == "drop":
@@ -403,12 +376,67 @@ def find_change_points(
             x, _Search(test, float(alpha), size, alpha_spending, max_depth, n, dims)
         )
     on_logs = model.scale == "log"
-    slope, accepted, rejected, bends = model.slope, model.accepted, model.rejected, model.bends
+    slope, accepted, rejected = model.slope, model.accepted, model.rejected
     level = model.level()  # the piecewise-constant part (plus noise), on the model's scale
 
     dropped: list[ChangePoint] = []
     if not robust_search:
         accepted, dropped = _apply_effect_floor(accepted, level, min_effect)
+    points, segments, bounds, fitted = _reported_points(model, accepted, level, x, unit)
+    observed = np.log(x) if on_logs else x
+    spikes, spike_runs = _spikes(observed - fitted, bounds, size) if robust_search else ((), ())
+    with np.errstate(over="ignore"):  # a fitted line past the float range's end is ±inf
+        fitted = (np.exp(fitted) if on_logs else fitted) * unit
+    log(
+        "change points: %d found, %d candidate(s) dropped, %.2f s",
+        len(points),
+        len(rejected) + len(dropped),
+        time.perf_counter() - started,
+    )
+    found = ChangePoints(
+        indices=_starts(points),
+        points=points,
+        segments=segments,
+        rejected=Later(
+            len(rejected) + len(dropped),
+            functools.partial(
+                _with_raw_means, Later.joined(rejected, dropped), x, unit, model.scale
+            ),
+        ),
+        n=n,
+        dims=dims,
+        method=test.name,
+        alpha=float(alpha),
+        min_size=size,
+        robust=robust,
+        min_effect=float(min_effect),
+        periods=model.periods,
+        spikes=spikes,
+        # on the log scale the trend is a growth rate: e^slope − 1 per reading
+        trend=tuple(math.expm1(v) for v in slope) if on_logs else _in_units(slope, unit),
+        fitted=fitted,
+        min_relative_change=float(min_relative_change) if robust else 0.0,
+        penalty=float(penalty) if robust else 0.0,
+        spike_runs=spike_runs,
+        scale=model.scale,
+    )
+    return found if seen is None else _on_all_rows(found, seen, table.shape[0])
+
+
+def _reported_points(
+    model: _Description,
+    accepted: list[ChangePoint],
+    level: FloatArray,
+    x: FloatArray,
+    unit: FloatArray,
+) -> tuple[tuple[ChangePoint, ...], tuple[Segment, ...], list[int], FloatArray]:
+    """(points, segments, their bounds, the fitted values on the model's scale): the points
+    ``accepted`` of ``model`` with the levels either side as the final segmentation has them,
+    not as the tested parts, their shifts in the series' units (``x`` searched, ``unit`` its
+    scale) and, where a kink is, their segments' own broken line (``level``: the model's
+    piecewise-constant part, plus noise)."""
+    n, dims = x.shape
+    on_logs, bends = model.scale == "log", model.bends
     accepted.sort(key=lambda p: p.index)
     bounds = [0, *(p.index for p in accepted), n]
     segments = tuple(
@@ -478,44 +506,53 @@ def find_change_points(
     )
     if bends:  # the segments holding a kink: their own broken line instead of level + trend
         points, segments, bounds = _with_slope_points(points, bends, x, unit, model.scale)
-    observed = np.log(x) if on_logs else x
-    spikes, spike_runs = _spikes(observed - fitted, bounds, size) if robust_search else ((), ())
-    with np.errstate(over="ignore"):  # a fitted line past the float range's end is ±inf
-        fitted = (np.exp(fitted) if on_logs else fitted) * unit
-    log(
-        "change points: %d found, %d candidate(s) dropped, %.2f s",
-        len(points),
-        len(rejected) + len(dropped),
-        time.perf_counter() - started,
-    )
-    found = ChangePoints(
-        indices=_starts(points),
-        points=points,
-        segments=segments,
-        rejected=Later(
-            len(rejected) + len(dropped),
-            functools.partial(
-                _with_raw_means, Later.joined(rejected, dropped), x, unit, model.scale
-            ),
-        ),
-        n=n,
-        dims=dims,
-        method=test.name,
-        alpha=float(alpha),
-        min_size=size,
-        robust=robust,
-        min_effect=float(min_effect),
-        periods=model.periods,
-        spikes=spikes,
-        # on the log scale the trend is a growth rate: e^slope − 1 per reading
-        trend=tuple(math.expm1(v) for v in slope) if on_logs else _in_units(slope, unit),
-        fitted=fitted,
-        min_relative_change=float(min_relative_change) if robust else 0.0,
-        penalty=float(penalty) if robust else 0.0,
-        spike_runs=spike_runs,
-        scale=model.scale,
-    )
-    return found if seen is None else _on_all_rows(found, seen, table.shape[0])
+    return points, segments, bounds, fitted
+
+
+def _checked_options(
+    alpha: float,
+    min_size: int | None,
+    method: Method | SignificanceTest,
+    alpha_spending: AlphaSpending,
+    max_depth: int | None,
+    min_effect: float,
+    min_relative_change: float | None,
+    penalty: float,
+    missing: Missing,
+) -> SignificanceTest:
+    """The significance test :func:`find_change_points`' options name, once every option is
+    checked (a ``ValueError`` naming the first that is not valid)."""
+    if not (isinstance(alpha, float | int) and 0.0 < alpha < 1.0):
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if min_size is not None:
+        _check_min_size(min_size)
+    if alpha_spending not in ("length", "none"):
+        raise ValueError(f"alpha_spending must be 'length' or 'none', got {alpha_spending!r}")
+    if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 0):
+        raise ValueError(f"max_depth must be a non-negative integer or None, got {max_depth!r}")
+    for name, value in (
+        ("min_effect", min_effect),
+        ("min_relative_change", 0.0 if min_relative_change is None else min_relative_change),
+        ("penalty", penalty),
+    ):
+        if not (isinstance(value, float | int) and math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    if isinstance(method, str):
+        if method not in _TESTS:
+            raise ValueError(f"method must be one of {', '.join(_TESTS)}, got {method!r}")
+        test = _TESTS[method]
+    elif isinstance(method, SignificanceTest):
+        test = method
+    else:
+        raise ValueError(f"method must be a name or a SignificanceTest, got {method!r}")
+    if test.name == "paper" and (not math.isclose(alpha, 0.05) or alpha_spending != "none"):
+        raise ValueError(
+            "method='paper' is the paper's alpha = 0.05 curve: "
+            "pass alpha=0.05 and alpha_spending='none'"
+        )
+    if missing not in ("error", "drop"):
+        raise ValueError(f"missing must be 'error' or 'drop', got {missing!r}")
+    return test
 
 
 def _on_all_rows(found: ChangePoints, rows: NDArray[np.intp], n: int) -> ChangePoints:
