@@ -255,6 +255,8 @@ _SMALL_MIN_SIZE = 5  # the default min_size, or a quarter of a shorter series
 _LOOK: Literal["look"] = "look"  # no first cycle given: :func:`_without_cycle` looks for it
 # a description's first cycle, measured by the caller (None: there is none), or _LOOK
 _FirstCycle = robust_mod.Cycle | None | Literal["look"]
+# a description: (common slope, level points kept, dropped)
+_Fit = tuple[FloatArray, list[ChangePoint], Sequence[ChangePoint]]
 
 
 def _default_relative_change(n: int) -> float:
@@ -711,133 +713,150 @@ def _describe(x: FloatArray, search: _Practical, first: _FirstCycle = _LOOK) -> 
     scale: Scale = "log" if search.log_levels else "linear"
     adjusted, periods, cycle = _without_cycle(x, search.min_size, first)
     accepted, rejected = search.run(adjusted)
+    flat: _Fit = (np.zeros(dims), accepted, rejected)
     slope = np.zeros(dims)
-    if n >= _TREND_MIN_LENGTH:
-        # Alternate: search the detrended series, refit the slope *inside* the segments found.
-        # A trend cut into a staircase keeps its slope inside the steps; a real shift leaves
-        # none. Started from no slope, a strong trend can stay a staircase; started from the
-        # line through everything, a big shift can stay a ramp: so start from both and keep the
-        # better description (BIC). The second start only matters when the first ends with no
-        # change point, a monotone staircase and no slope, or segments that lean (a
-        # within-segment slope of |t| > _LEAN_T, significant or not) once its own slope is
-        # removed: a first start that found the trend inside its segments has not left it as
-        # a staircase — steps of one sign left on its slope are steps (and its segments, less
-        # their common slope, cannot lean). That saves its searches otherwise. (Started from
-        # the line anyway, such steps were counted as trend: of 2,400 seeded trend series six
-        # changed when it no longer was, five for the better — three staircases drawn as a
-        # bare ramp now keep two of their steps — and one growth kept two false level points;
-        # 10⁶ readings with two steps up spared two searches, 1 s.)
-        # A search's start only saves rounds (it ends where the noise about its points settles),
-        # so a slope met before is not searched again, from whatever points: the two starts
-        # often meet, and the trend's start often returns to no slope (10⁵ × 50 shifts: 60 ms
-        # of 280). Every repeat in the corpora and the speed series, 8, ended at the same
-        # points; of 2,400 seeded trend series (ramps, steps, growth, bends) one settled
-        # elsewhere from the other start, and only its kept slope changed.
-        runs: dict[bytes, tuple[list[ChangePoint], Sequence[ChangePoint]]] = {
-            np.zeros(dims).tobytes(): (accepted, rejected)
-        }
-
-        def searched(
-            slope: FloatArray, previous: list[int]
-        ) -> tuple[list[ChangePoint], Sequence[ChangePoint]]:
-            """The search of the series less ``slope``, started from ``previous`` unless that
-            slope was searched before."""
-            key = slope.tobytes()
-            if key not in runs:
-                runs[key] = search.run(_detrend(adjusted, slope), slope, previous)
-            kept, dropped = runs[key]
-            return list(kept), dropped
-
-        flat = (np.zeros(dims), accepted, rejected)
-        zero = _alternate(searched, adjusted, np.zeros(dims), accepted, rejected, search.min_effect)
-        slope, accepted, rejected = zero
-        jumps = _lone_jumps(adjusted, search.alpha, float(search.grain()[0]))
-        line = _significant_slopes(adjusted, jumps)
-        rest = _detrend(adjusted, slope)
-        trending = bool(line.any()) and (
-            not accepted
-            or (not slope.any() and _monotone(rest, accepted))
-            or _sloped(rest, accepted)
-        )
-        fits = [zero]
-        if trending:
-            start = searched(line, [p.index for p in accepted])
-            fits.append(_alternate(searched, adjusted, line, *start, search.min_effect))
-        # A step the slope hides (a crash in growth: the line through it is flatter than the
-        # growth, and the series less it a saw tooth whose teeth hide the step), when the step
-        # is significant with its segment's own line fitted alongside: a further start, from
-        # the slope inside the segments that step makes, looked for in the last start's
-        # segments. The crash may hide the growth as well (they cancel, and the line through
-        # both is no trend), so this start does not wait for a trend.
-        steps = _hidden_steps(adjusted, fits[-1][1], search)
-        if steps:
-            cuts = sorted({*(p.index for p in fits[-1][1]), *steps})
-            inside = _significant_slopes(adjusted, cuts)
-            if inside.any():
-                fits.append(
-                    _alternate(
-                        searched, adjusted, inside, *searched(inside, cuts), search.min_effect
-                    )
-                )
-        if len(fits) > 1:
-            # judged at the noise's effective count, as the level test judges a point: with
-            # n, persistent noise cut a line into a step (`benchmarks/changepoints_trend_size.py`)
-            described = [_trend_fit(adjusted, fit[0], fit[1]) for fit in fits]
-            scores = _bic_scores(adjusted, described, search.grain())
-            best = int(np.argmin(scores))
-            # Where no line showed a trend (the zero start kept no slope, the line through
-            # everything none), the step's test is the only evidence for the slope its start
-            # brings: its bars (AR(1) noise, φ up to .9) must hold for the noise that start
-            # leaves, as for a broken line alone (`_broken_line_instead`). Else a wander of φ
-            # .95 that falls, jumps and falls again is a step in a falling line (200
-            # readings: a point in .020 → .040 of such series; `changepoints_short_noise.py`).
-            shown = trending or bool(zero[0].any())
-            resid = described[best][0][:, 0]
-            if best and not shown and not kinks.memory_covered(adjusted[:, 0], resid):
-                best = 0
-            slope, accepted, rejected = fits[best]
-        if slope.any() and _negligible(adjusted, slope, accepted, search.min_effect):
-            # a rise over the whole series below the effect floor does not matter, and it
-            # would swallow a small shift (one dropped for its size would look like a ramp)
-            slope, accepted, rejected = flat
-        if slope.any() or trending:
-            slope, accepted, pruned = _prune_with_trend(adjusted, slope, accepted, search.grain())
-            rejected = Later.joined(rejected, pruned)
     bends: list[kinks.Kink] = []
-    if dims == 1 and n >= _TREND_MIN_LENGTH:
-        judged = functools.partial(
-            kinks.find_kinks,
-            alpha=search.alpha,
-            spend=search.alpha_spending == "length",
-            min_size=search.min_size,
-            min_effect=search.min_effect,
-            min_relative_change=search.min_relative_change,
-            cost=functools.partial(_cost, search.penalty),
-            log_levels=search.log_levels,
-            rounding=float(search.grain()[0]),
-        )
-        if slope.any():
-            accepted, bends, replaced, fit = _with_kinks(
-                adjusted[:, 0], slope[0], accepted, judged, search
+    if n >= _TREND_MIN_LENGTH:
+        slope, accepted, rejected = _with_trend(adjusted, search, flat)
+        if dims == 1:
+            slope, accepted, rejected, bends = _with_bends(
+                adjusted, search, (slope, accepted, rejected), flat
             )
-            if _steps_under_the_floor(adjusted, fit, flat[1], flat[2], search):
-                slope, accepted, rejected = flat
-                accepted, bends, replaced = _lines_of_a_flat(
-                    adjusted[:, 0], accepted, judged, search
-                )
-            elif ramp := _ramp_instead_of_a_trend(adjusted[:, 0], fit, flat[1], search):
-                slope, accepted, rejected = flat
-                accepted, bends, replaced = ramp
-        else:
-            accepted, bends, replaced = _lines_of_a_flat(adjusted[:, 0], accepted, judged, search)
-        rejected = Later.joined(rejected, replaced)
-        if bends or slope.any():
-            accepted, bends, broken = _breaks(adjusted[:, 0], accepted, bends, search)
-            accepted, bends, small = _at_still_edges(adjusted[:, 0], accepted, bends, search)
-            rejected = Later.joined(rejected, broken, small)
     return _Description(
         scale, adjusted, periods, cycle, slope, accepted, rejected, bends, search.grain()
     )
+
+
+def _with_trend(adjusted: FloatArray, search: _Practical, flat: _Fit) -> _Fit:
+    """The description with a common slope, when one is kept (step 6): (slope, level points
+    kept, dropped), from ``flat``, the level search with no slope (``adjusted``: the series
+    less its cycle)."""
+    dims = adjusted.shape[1]
+    accepted, rejected = flat[1], flat[2]
+    # Alternate: search the detrended series, refit the slope *inside* the segments found.
+    # A trend cut into a staircase keeps its slope inside the steps; a real shift leaves
+    # none. Started from no slope, a strong trend can stay a staircase; started from the
+    # line through everything, a big shift can stay a ramp: so start from both and keep the
+    # better description (BIC). The second start only matters when the first ends with no
+    # change point, a monotone staircase and no slope, or segments that lean (a
+    # within-segment slope of |t| > _LEAN_T, significant or not) once its own slope is
+    # removed: a first start that found the trend inside its segments has not left it as
+    # a staircase — steps of one sign left on its slope are steps (and its segments, less
+    # their common slope, cannot lean). That saves its searches otherwise. (Started from
+    # the line anyway, such steps were counted as trend: of 2,400 seeded trend series six
+    # changed when it no longer was, five for the better — three staircases drawn as a
+    # bare ramp now keep two of their steps — and one growth kept two false level points;
+    # 10⁶ readings with two steps up spared two searches, 1 s.)
+    # A search's start only saves rounds (it ends where the noise about its points settles),
+    # so a slope met before is not searched again, from whatever points: the two starts
+    # often meet, and the trend's start often returns to no slope (10⁵ × 50 shifts: 60 ms
+    # of 280). Every repeat in the corpora and the speed series, 8, ended at the same
+    # points; of 2,400 seeded trend series (ramps, steps, growth, bends) one settled
+    # elsewhere from the other start, and only its kept slope changed.
+    runs: dict[bytes, tuple[list[ChangePoint], Sequence[ChangePoint]]] = {
+        np.zeros(dims).tobytes(): (accepted, rejected)
+    }
+
+    def searched(
+        slope: FloatArray, previous: list[int]
+    ) -> tuple[list[ChangePoint], Sequence[ChangePoint]]:
+        """The search of the series less ``slope``, started from ``previous`` unless that
+        slope was searched before."""
+        key = slope.tobytes()
+        if key not in runs:
+            runs[key] = search.run(_detrend(adjusted, slope), slope, previous)
+        kept, dropped = runs[key]
+        return list(kept), dropped
+
+    zero = _alternate(searched, adjusted, np.zeros(dims), accepted, rejected, search.min_effect)
+    slope, accepted, rejected = zero
+    jumps = _lone_jumps(adjusted, search.alpha, float(search.grain()[0]))
+    line = _significant_slopes(adjusted, jumps)
+    rest = _detrend(adjusted, slope)
+    trending = bool(line.any()) and (
+        not accepted or (not slope.any() and _monotone(rest, accepted)) or _sloped(rest, accepted)
+    )
+    fits = [zero]
+    if trending:
+        start = searched(line, [p.index for p in accepted])
+        fits.append(_alternate(searched, adjusted, line, *start, search.min_effect))
+    # A step the slope hides (a crash in growth: the line through it is flatter than the
+    # growth, and the series less it a saw tooth whose teeth hide the step), when the step
+    # is significant with its segment's own line fitted alongside: a further start, from
+    # the slope inside the segments that step makes, looked for in the last start's
+    # segments. The crash may hide the growth as well (they cancel, and the line through
+    # both is no trend), so this start does not wait for a trend.
+    steps = _hidden_steps(adjusted, fits[-1][1], search)
+    if steps:
+        cuts = sorted({*(p.index for p in fits[-1][1]), *steps})
+        inside = _significant_slopes(adjusted, cuts)
+        if inside.any():
+            fits.append(
+                _alternate(searched, adjusted, inside, *searched(inside, cuts), search.min_effect)
+            )
+    if len(fits) > 1:
+        # judged at the noise's effective count, as the level test judges a point: with
+        # n, persistent noise cut a line into a step (`benchmarks/changepoints_trend_size.py`)
+        described = [_trend_fit(adjusted, fit[0], fit[1]) for fit in fits]
+        scores = _bic_scores(adjusted, described, search.grain())
+        best = int(np.argmin(scores))
+        # Where no line showed a trend (the zero start kept no slope, the line through
+        # everything none), the step's test is the only evidence for the slope its start
+        # brings: its bars (AR(1) noise, φ up to .9) must hold for the noise that start
+        # leaves, as for a broken line alone (`_broken_line_instead`). Else a wander of φ
+        # .95 that falls, jumps and falls again is a step in a falling line (200
+        # readings: a point in .020 → .040 of such series; `changepoints_short_noise.py`).
+        shown = trending or bool(zero[0].any())
+        resid = described[best][0][:, 0]
+        if best and not shown and not kinks.memory_covered(adjusted[:, 0], resid):
+            best = 0
+        slope, accepted, rejected = fits[best]
+    if slope.any() and _negligible(adjusted, slope, accepted, search.min_effect):
+        # a rise over the whole series below the effect floor does not matter, and it
+        # would swallow a small shift (one dropped for its size would look like a ramp)
+        slope, accepted, rejected = flat
+    if slope.any() or trending:
+        slope, accepted, pruned = _prune_with_trend(adjusted, slope, accepted, search.grain())
+        rejected = Later.joined(rejected, pruned)
+    return slope, accepted, rejected
+
+
+def _with_bends(
+    adjusted: FloatArray, search: _Practical, described: _Fit, flat: _Fit
+) -> tuple[FloatArray, list[ChangePoint], Sequence[ChangePoint], list[kinks.Kink]]:
+    """The description of a one-column series with its kinks (step 6): (slope, level points
+    kept, dropped, kinks), from ``described``, the description with or without a common
+    slope, and ``flat``, the level search with no slope, which the kinks may prefer."""
+    slope, accepted, rejected = described
+    judged = functools.partial(
+        kinks.find_kinks,
+        alpha=search.alpha,
+        spend=search.alpha_spending == "length",
+        min_size=search.min_size,
+        min_effect=search.min_effect,
+        min_relative_change=search.min_relative_change,
+        cost=functools.partial(_cost, search.penalty),
+        log_levels=search.log_levels,
+        rounding=float(search.grain()[0]),
+    )
+    if slope.any():
+        accepted, bends, replaced, fit = _with_kinks(
+            adjusted[:, 0], slope[0], accepted, judged, search
+        )
+        if _steps_under_the_floor(adjusted, fit, flat[1], flat[2], search):
+            slope, accepted, rejected = flat
+            accepted, bends, replaced = _lines_of_a_flat(adjusted[:, 0], accepted, judged, search)
+        elif ramp := _ramp_instead_of_a_trend(adjusted[:, 0], fit, flat[1], search):
+            slope, accepted, rejected = flat
+            accepted, bends, replaced = ramp
+    else:
+        accepted, bends, replaced = _lines_of_a_flat(adjusted[:, 0], accepted, judged, search)
+    rejected = Later.joined(rejected, replaced)
+    if bends or slope.any():
+        accepted, bends, broken = _breaks(adjusted[:, 0], accepted, bends, search)
+        accepted, bends, small = _at_still_edges(adjusted[:, 0], accepted, bends, search)
+        rejected = Later.joined(rejected, broken, small)
+    return slope, accepted, rejected, bends
 
 
 def _cycle_follows_level(
