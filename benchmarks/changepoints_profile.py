@@ -4,7 +4,9 @@ Times ``find_change_points`` with its defaults on ``benchmarks/changepoints.py``
 ``real_shaped(n, k, seed=n + k)`` series (after one warm-up run on the same series), with each of
 the search's main kernels wrapped to add up its CPU time, its calls and the minor page faults
 taken inside it (fresh large arrays cost a fault per 4 kB page: the first speed rounds found
-a sixth of a 10⁶ search in them). Kernels called inside another are counted in both.
+a sixth of a 10⁶ search in them), and so is each stage of a description (the trend's starts,
+the kinks, the checks after them) and each level search. Kernels called inside another are
+counted in both.
 
 Run: .venv/bin/python benchmarks/changepoints_profile.py [--size N] [--shifts K]
 (another source tree: ``PYTHONPATH=<its src>`` in front). Report the load average (``uptime``)
@@ -33,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernel_patch import bindings  # noqa: E402
 
 from changepoints import real_shaped  # noqa: E402
-from perfsleuth.changepoints.kernels import search  # noqa: E402
+from perfsleuth.changepoints.kernels import level, search  # noqa: E402
 from perfsleuth.stats import robust  # noqa: E402
 
 # the kernels' functions, wrapped in every kernel module that calls them (``kernel_patch``)
@@ -41,6 +43,12 @@ KERNELS = [
     "seeded_candidates", "greedy", "prune", "refine", "_long_run_scale", "_residual_scale",
     "_symmetrised", "_prefix", "_segment_means", "_significant_slopes", "_without_cycle",
     "_spikes", "_with_kinks", "judge", "best_kink",
+]  # fmt: skip
+# the stages of a description (``search._describe``), each with the level searches it runs
+STAGES = [
+    "_cycle_follows_level", "_with_trend", "_alternate", "_hidden_steps", "_prune_with_trend",
+    "_with_bends", "find_kinks", "_steps_beside", "_beside", "_lines_of_a_flat",
+    "_steps_under_the_floor", "_ramp_instead_of_a_trend", "_breaks", "_at_still_edges",
 ]  # fmt: skip
 
 seconds: collections.Counter[str] = collections.Counter()
@@ -73,12 +81,13 @@ def main() -> None:
     args = parser.parse_args()
     x, _ = real_shaped(args.size, args.shifts, seed=args.size + args.shifts)
     search.find_change_points(x)  # warm-up: tables, caches, imports
-    for name in KERNELS:
+    for name in KERNELS + STAGES:
         modules = bindings(name)
         wrapped = counted(name, vars(modules[0])[name])
         for module in modules:
             setattr(module, name, wrapped)
     robust.persistence = counted("persistence", robust.persistence)  # type: ignore[assignment]
+    level._Practical.run = counted("level search", level._Practical.run)  # type: ignore[method-assign]
     f0, t0 = _faults(), time.process_time()
     found = search.find_change_points(x)
     total, total_faults = time.process_time() - t0, _faults() - f0
