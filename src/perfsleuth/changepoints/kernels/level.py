@@ -575,48 +575,6 @@ class _Round:
         before = (pl[i] - pl[a]) / (i - a)[:, None] + offset
         return before, (pl[b] - pl[i]) / (b - i)[:, None] + offset
 
-    def as_points(
-        self,
-        found: list[seeded.Judged],
-        evidences: list[tuple[float, float, Assessment | None]],
-        before: FloatArray,
-        after: FloatArray,
-        phi_residuals: list[float],
-        layer: dict[int, int],
-    ) -> list[ChangePoint]:
-        """The judged points as change points, the verdicts still to look up taken at once (a
-        long search drops thousands)."""
-        search = self.search
-        pending = [
-            (t, j.stop - j.start, phi, search._level_alpha(j.stop - j.start))
-            for j, (t, phi, known) in zip(found, evidences, strict=True)
-            if known is None
-        ]
-        looked_up = iter(_assessed(search.test, pending, self.dims, search.min_size))
-        made = []
-        for k, (judged, (t, phi_tested, known)) in enumerate(zip(found, evidences, strict=True)):
-            a, i, b = judged.start, judged.index, judged.stop
-            verdict = next(looked_up) if known is None else known
-            made.append(
-                ChangePoint(
-                    index=i,
-                    statistic=t,
-                    critical_value=verdict.critical_value,
-                    p_value=verdict.p_value,
-                    alpha=search._level_alpha(b - a),
-                    phi=phi_tested,
-                    phi_residual=phi_residuals[k],
-                    level=layer.get(i, 0),
-                    start=a,
-                    stop=b,
-                    mean_before=tuple(float(v) for v in before[k]),
-                    mean_after=tuple(float(v) for v in after[k]),
-                    strength=judged.strength,
-                    effect=judged.effect,
-                )
-            )
-        return made
-
     def points(
         self,
         kept: list[seeded.Judged],
@@ -641,19 +599,70 @@ class _Round:
         last = list({j.index: j for j in dropped if j.index not in final}.values())
         last_evidence = self.evidences(last)
         last_means = self.means(last)
-        made = self.as_points(
-            kept, [self.evidence(j, True) for j in kept], *self.means(kept), phi_residual, layer
-        )
+        search, dims = self.search, self.dims
+        made = _as_points(
+            search, dims, layer, kept, [self.evidence(j, True) for j in kept], *self.means(kept),
+            phi_residual,
+        )  # fmt: skip
         # Started from the points kept, a search without the relative floor measures the noise
         # about them, as this one's last round did, and judges as it did where the floor never
         # decided: where that round settled on them, it would end here too (with no point, it
         # would start at short range instead)
         repeats = bool(kept) and sorted(j.index for j in kept) == self.about == found
+        # (the dropped made from what is taken now and the search's options: not ``self``,
+        # whose arrays a kept description would hold, several of them, to the end)
         return made, _Dropped(
             len(last),
-            lambda: self.as_points(last, last_evidence, *last_means, [math.nan] * len(last), layer),
+            lambda: _as_points(
+                search, dims, layer, last, last_evidence, *last_means, [math.nan] * len(last)
+            ),
             same_without_floor=repeats and not self.floor_decided,
         )
+
+
+def _as_points(
+    search: _Practical,
+    dims: float,
+    layer: dict[int, int],
+    found: list[seeded.Judged],
+    evidences: list[tuple[float, float, Assessment | None]],
+    before: FloatArray,
+    after: FloatArray,
+    phi_residuals: list[float],
+) -> list[ChangePoint]:
+    """Judged points as change points (``dims``: the last round's effective column count,
+    ``layer``: each point's seeded layer), the verdicts still to look up taken at once (a long
+    search drops thousands). Of the search only its options: a search's dropped points are
+    made from this when first read, and must not keep its arrays alive."""
+    pending = [
+        (t, j.stop - j.start, phi, search._level_alpha(j.stop - j.start))
+        for j, (t, phi, known) in zip(found, evidences, strict=True)
+        if known is None
+    ]
+    looked_up = iter(_assessed(search.test, pending, dims, search.min_size))
+    made = []
+    for k, (judged, (t, phi_tested, known)) in enumerate(zip(found, evidences, strict=True)):
+        a, i, b = judged.start, judged.index, judged.stop
+        verdict = next(looked_up) if known is None else known
+        made.append(
+            ChangePoint(
+                index=i,
+                statistic=t,
+                critical_value=verdict.critical_value,
+                p_value=verdict.p_value,
+                alpha=search._level_alpha(b - a),
+                phi=phi_tested,
+                phi_residual=phi_residuals[k],
+                level=layer.get(i, 0),
+                start=a,
+                stop=b,
+                mean_before=tuple(float(v) for v in before[k]),
+                mean_after=tuple(float(v) for v in after[k]),
+                strength=judged.strength,
+                effect=judged.effect,
+            )
+        )
+    return made
 
 
 def _relative_without_extremes(
