@@ -136,12 +136,15 @@ class _Practical:
             points = found
         return current.points(kept, dropped, layer, found)
 
-    def _critical_z2(
-        self, test: SignificanceTest, dims: float
-    ) -> Callable[[int, float | None], float]:
+    def _critical_z2(self, dims: float) -> Callable[[int, float | None], float]:
         """Critical z² of a segment of a given length, at a given level or (None) at the level
-        spent on that length."""
+        spent on that length: the test's tabled curves, without φ estimated."""
         m, n = self.min_size, self.n
+        test = (
+            dataclasses.replace(self.test, phi_estimated=False)
+            if isinstance(self.test, FPATest)
+            else self.test
+        )
         try:
             log_grid, log_crit = _spent_table(
                 test,  # type: ignore[arg-type]  # the shipped tests are frozen dataclasses
@@ -265,13 +268,7 @@ class _Round:
         """The seeded intervals' best splits that reach the candidates' level (``memo``: the
         splits of the search's earlier rounds)."""
         search = self.search
-        # the critical z² from the test without φ estimated (its tables' curves)
-        test = (
-            dataclasses.replace(search.test, phi_estimated=False)
-            if isinstance(search.test, FPATest)
-            else search.test
-        )
-        critical_at = search._critical_z2(test, self.dims)
+        critical_at = search._critical_z2(self.dims)
         if search.dims == 1:  # on sym's own scale, the thresholds in its units
             var = float(self.unit[0]) ** 2
             found = seeded.seeded_candidates(
