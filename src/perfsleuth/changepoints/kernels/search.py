@@ -923,11 +923,13 @@ def _bends_enough(x: FloatArray, model: _Description, min_effect: float) -> bool
     likelihood rewards whether or not the series grows by a rate).
 
     ``model``'s structure — its level points and cycle periods — is refitted on log ``x`` with
-    the slope common to its segments, b. Each segment has its own level, so the two kinds of
-    growth differ only inside segments: over the longest, L readings, e^(b t) leaves its chord
-    by about (b L)² / 8 (of the level), compared with the robust σ about that refit. O(n), no
-    search: a long series that drifts a little, its noise skewed (NAB's CPU series, the
-    10⁵-reading speed series: (b L)² / 8 under a fifth of σ), is not described twice."""
+    the slope common to its segments, b. Each segment has its own level, and each piece of a
+    broken line between its kinks its own line, so the two kinds of growth differ only inside
+    them: over the longest, L readings, e^(b t) leaves its chord by about (b L)² / 8 (of the
+    level), compared with the robust σ about that refit. O(n), no search: a long series that
+    drifts a little, its noise skewed (NAB's CPU series, the 10⁵-reading speed series: (b L)²
+    / 8 under a fifth of σ), is not described twice, nor is a curve its kinks already draw
+    (an S-curve rising 5 σ over 10⁵ readings, two kinks: 13 level searches → 7, 2.4 → 1.3 s)."""
     n = x.shape[0]
     y = np.log(x[:, 0])
     flat = y
@@ -936,7 +938,8 @@ def _bends_enough(x: FloatArray, model: _Description, min_effect: float) -> bool
     bounds = [0, *sorted(p.index for p in model.accepted), n]
     growth = robust_mod.within_slope(flat, bounds[1:-1])[0]
     sigma = float(_residual_scale(_detrend(flat[:, None], np.array([growth])), bounds)[0])
-    longest = max(b - a for a, b in itertools.pairwise(bounds))
+    pieces = sorted({*bounds, *(k.index for k in model.bends)})
+    longest = max(b - a for a, b in itertools.pairwise(pieces))
     return bool((growth * longest) ** 2 / 8.0 >= min_effect * sigma)
 
 
