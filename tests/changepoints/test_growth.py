@@ -81,6 +81,32 @@ def test_a_long_drift_with_skewed_noise_is_not_described_on_the_log_scale() -> N
     assert find_change_points(x).scale == "linear"
 
 
+def test_a_curve_its_kinks_already_draw_is_not_described_again_on_the_log_scale(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An S-curve rising 5 σ over 10⁴ readings (a load moved over a few hours) is drawn by two
+    kinks; growth by a rate would bend away from their lines by far less than the noise, so
+    its log description, six more level searches that end at the same kinks, is not run
+    (`changepoints_ramp_speed.py --shape logistic`: 10⁵ readings 2.4 → 1.3 s)."""
+    from perfsleuth.changepoints.kernels import search
+
+    described = []
+    describe = search._describe
+
+    def counted(x: np.ndarray, practical: object, *rest: object) -> object:
+        described.append(practical.log_levels)  # type: ignore[attr-defined]
+        return describe(x, practical, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(search, "_describe", counted)
+    n = 10_000
+    t = np.arange(float(n))
+    curve = 10.0 + 5.0 / (1.0 + np.exp(-(t - n / 2) / (n / 10)))
+    cp = find_change_points(curve + np.random.default_rng(0).standard_normal(n))
+    assert cp.scale == "linear"
+    assert [p.kind for p in cp.points] == ["slope", "slope"]
+    assert described == [False]
+
+
 def test_a_crash_in_exponential_growth_is_a_relative_level_shift_near_it() -> None:
     x = growing(120, seed=3, sd=0.01, crash=-0.10)
     cp = find_change_points(x)
