@@ -4,7 +4,9 @@ one level to another), rising 1.6 noise σ over the middle 40%, white noise, see
 ``--shape logistic`` or ``saturating`` times a smooth positive curve instead (white noise of σ
 1 about a level of 10): an S-curve rising 5 σ centred mid-series, its scale a tenth of n (a
 load moved over a few hours), or a rise of 5 σ that saturates as 1 − e^(−t / (n/5)) (a cache
-warming up). Both are positive and bend, so both scales are described (step 6).
+warming up). Both are positive and bend; each is described on its own scale only, for its
+kinks draw the bend (step 6's scale gate), and the S-curve's one description runs the level
+search seven times.
 
 Every split of a ramp is a candidate of the level search, and the trend's starts and
 alternations run that search several times: a defect recorded in ``docs/changepoints.md``
