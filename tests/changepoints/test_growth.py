@@ -87,7 +87,7 @@ def test_a_curve_its_kinks_already_draw_is_not_described_again_on_the_log_scale(
     """An S-curve rising 5 σ over 10⁴ readings (a load moved over a few hours) is drawn by two
     kinks; growth by a rate would bend away from their lines by far less than the noise, so
     its log description, six more level searches that end at the same kinks, is not run
-    (`changepoints_ramp_speed.py --shape logistic`: 10⁵ readings 2.4 → 1.3 s)."""
+    (`changepoints_ramp_speed.py --shape logistic`: 10⁵ readings 2.1 → 1.1 s)."""
     from perfsleuth.changepoints.kernels import search
 
     described = []

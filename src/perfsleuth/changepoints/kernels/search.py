@@ -929,7 +929,7 @@ def _bends_enough(x: FloatArray, model: _Description, min_effect: float) -> bool
     level), compared with the robust σ about that refit. O(n), no search: a long series that
     drifts a little, its noise skewed (NAB's CPU series, the 10⁵-reading speed series: (b L)²
     / 8 under a fifth of σ), is not described twice, nor is a curve its kinks already draw
-    (an S-curve rising 5 σ over 10⁵ readings, two kinks: 13 level searches → 7, 2.4 → 1.3 s)."""
+    (an S-curve rising 5 σ over 10⁵ readings, two kinks: 13 level searches → 7, 2.1 → 1.1 s)."""
     n = x.shape[0]
     y = np.log(x[:, 0])
     flat = y
