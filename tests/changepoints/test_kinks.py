@@ -264,3 +264,33 @@ def test_no_fit_has_more_kinks_than_a_staircase_needs(
     found = find_change_points(x)
     assert sum(any(abs(i - c) <= 50 for i in found.indices) for c in cuts) >= k - 1
     assert widest[0] <= 2 * k + 3  # intercept, slope, at most 2k + 1 hinges
+
+
+def test_a_staircase_that_turns_often_is_not_searched_for_a_broken_line_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trend with 10 steps of 3-6 σ alternating up and down: a line drawing the staircase
+    bends at every turn, so, as for a flat series, a broken line alone is no rival once the
+    steps turn more than a few times, and it is not searched for (the speed benchmark's
+    10⁶ × 10 readings: 22 kinks, more than it may have, in .29 of 2.6 s). Only the kinks
+    beside the steps are looked for, one at most."""
+    rng = np.random.default_rng(1)
+    n = 20_000
+    cuts = np.sort(rng.choice(np.arange(1_000, n - 1_000, 500), 10, replace=False))
+    steps = np.zeros(n)
+    for j, cut in enumerate(cuts):
+        steps[cut:] += (-1.0) ** j * rng.uniform(3.0, 6.0)
+    x = steps + 2.0 * np.arange(n) / n + lfilter([1.0], [1.0, -0.5], rng.standard_normal(n))
+    asked: list[object] = []
+    find = kinks.find_kinks
+
+    def counted(y: np.ndarray, bounds: list[int], **kwargs: object) -> list[kinks.Kink]:
+        if bounds == [0, y.size]:
+            asked.append(kwargs.get("most"))
+        return find(y, bounds, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kinks, "find_kinks", counted)
+    found = find_change_points(x)
+    assert list(found.indices) == cuts.tolist()
+    assert [p.kind for p in found.points] == ["level"] * cuts.size
+    assert asked == [1]

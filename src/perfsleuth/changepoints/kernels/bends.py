@@ -137,12 +137,12 @@ def _with_kinks(
     cuts = sorted(p.index for p in accepted)
     bounds = [0, *cuts, n]
     inside = judged(y, bounds, windows=not accepted)
+    ramp = slope * _ramp(n)
+    levels = _segment_means(y[:, None] - ramp[:, None], cuts)[:, 0]  # each reading's segment's
 
     def own() -> Fit:
         """The level search's description: its segments and slope, the kinks inside them."""
-        ramp = slope * _ramp(n)
-        stepped = _segment_means(y[:, None] - ramp[:, None], cuts)[:, 0] + ramp
-        stepped = kinks.broken_line(y, bounds, inside, stepped)
+        stepped = kinks.broken_line(y, bounds, inside, levels + ramp)
         # parameters: a position and a level per point, an intercept and the slope; a position
         # and a slope per kink, and its segment's own slope
         held = {a for a, b in itertools.pairwise(bounds) if any(a < k.index < b for k in inside)}
@@ -154,9 +154,14 @@ def _with_kinks(
     # more (a bending curve drawn as a staircase: two steps, four bends). Beyond, it draws
     # more than their staircase, and it is not the line the steps are measured beside either
     # (10⁵ additive readings, a trend and 10 steps: 36 kinks, and the steps' fits on their
-    # 38 hinges took 1 of 1.3 s; at 10⁶, 67 kinks and 24 of 32 s)
+    # 38 hinges took 1 of 1.3 s; at 10⁶, 67 kinks and 24 of 32 s). And, as for a flat
+    # series (:func:`_broken_line_instead`), only while the steps turn (up, then down) at most
+    # a few times: a line bends at every turn of the staircase it draws, and one that turns
+    # more often is a staircase (the speed benchmark's 10⁶ readings with 10 steps: 22 kinks
+    # found, more than allowed, in .29 of 2.6 s).
     most = 2 * len(accepted) + 1
-    alone = judged(y, [0, n], most=most, windows=len(accepted) >= 2)
+    turns = _turns([bool(levels[c] > levels[c - 1]) for c in cuts])
+    alone = judged(y, [0, n], most=most, windows=len(accepted) >= 2) if turns <= _MOST_TURNS else []
     if len(alone) > most:
         alone = []
     resolution = search.grain()
@@ -175,6 +180,12 @@ def _with_kinks(
     scores = _bic_scores(y[:, None], [(d[0], d[1]) for d in described], resolution)
     resid, params, kept, bends = described[int(np.argmin(scores))]
     return list(kept), bends, [p for p in accepted if p not in kept], lambda: (resid, params)
+
+
+def _turns(rises: list[bool]) -> int:
+    """How often a staircase turns (up, then down, or down, then up): ``rises`` says of each
+    step in order whether it rises."""
+    return sum(a != b for a, b in itertools.pairwise(rises))
 
 
 def _lines_of_a_flat(
@@ -238,8 +249,7 @@ def _broken_line_instead(
     least two level points (a flat → ramp → flat drawn as a staircase)."""
     n = y.size
     ordered = sorted(accepted, key=lambda p: p.index)
-    rises = [p.mean_after[0] > p.mean_before[0] for p in ordered]
-    if sum(a != b for a, b in itertools.pairwise(rises)) > _MOST_TURNS:
+    if _turns([p.mean_after[0] > p.mean_before[0] for p in ordered]) > _MOST_TURNS:
         return accepted, [], []  # a staircase that turns more often than a few bends do
     most = min(len(accepted) + 1, _MOST_TURNS)
     alone = judged(y, [0, n], most=most, windows=len(accepted) >= 2)
