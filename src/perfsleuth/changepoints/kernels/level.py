@@ -512,14 +512,17 @@ class _Round:
                 top = max(abs(lev_l + trend1 * i), abs(lev_r + trend1 * i))
                 relative = shift / top if top > 0 else 0.0
             large = bool(effect >= min_effect and relative >= min_relative and shift > 0)
-            if not large and effect >= min_effect and shift > 0 and not log_levels:
-                large = _relative_without_extremes(
-                    column, own_sums, offset1, trend1 * i, a, i, b, min_relative
-                ) >= min_relative  # fmt: skip
             cost = costs(nl, nr)
             if delta >= cost:  # (a louder segment only raises it: looked up where paid)
                 cost *= _louder(moved, moved_unit, a, i, b)
             cheap = delta > 0 and delta >= cost and b - a >= testable
+            # the levels without their extremes only where the split is worth its cost: a pass
+            # over the segment, and most candidates fail the cost (10⁵ readings of an S-curve:
+            # 5,000 such passes)
+            if cheap and not large and effect >= min_effect and shift > 0 and not log_levels:
+                large = _relative_without_extremes(
+                    column, own_sums, offset1, trend1 * i, a, i, b, min_relative
+                ) >= min_relative  # fmt: skip
             if cheap and not large and effect >= min_effect and shift > 0:
                 self.floor_decided = True  # only the relative floor failed it
             passes = large and cheap
