@@ -138,7 +138,7 @@ def _with_kinks(
     bounds = [0, *cuts, n]
     inside = judged(y, bounds, windows=not accepted)
     ramp = slope * _ramp(n)
-    levels = _segment_means(y[:, None] - ramp[:, None], cuts)[:, 0]  # each reading's segment's
+    levels = _segment_means(y[:, None] - ramp[:, None], cuts)[:, 0]  # per reading, less the slope
 
     def own() -> Fit:
         """The level search's description: its segments and slope, the kinks inside them."""
