@@ -739,6 +739,8 @@ def _cycle_outlives_levels(x: FloatArray, model: _Description) -> bool:
     for j in range(x.shape[1]):
         about = x[:, j].copy()
         for a, b in itertools.pairwise(bounds):
+            if b <= a:
+                continue
             part = about[a:b]
             t = np.arange(b - a) - 0.5 * (b - a - 1)
             line = t * (t @ part) / float(t @ t) if b - a >= 2 * period else 0.0
