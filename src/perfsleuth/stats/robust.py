@@ -219,16 +219,25 @@ def detect_period(
     return None
 
 
+_CONTRAST_BINS_PER_PERIOD = 64  # bins of 1/8, the period search's, measured a 17 at 16
+
+
 def cycle_contrast(x: FloatArray, period: int) -> float:
     """How strongly ``x`` oscillates at ``period`` readings: :func:`detect_period`'s contrast
-    (the autocorrelation at the period less the mean of those half a period either side) at
-    full resolution, about a slow part fitted over four periods. O(n log n)."""
-    r = _cycle_residual(x, _SLOW_PERIODS * period + 1)
-    half = period // 2
-    if r.size <= period + half:
+    (the autocorrelation at the period less the mean of those half a period either side),
+    about a slow part fitted over four periods, on means of bins of at most 1/64 of the
+    period (the lag then known to 1/128 of it; O(n) for the bins, then O(m log m) for m ≈
+    64n/P of them: a period of 288 in 10⁶ readings, 22 ms where full resolution took 92)."""
+    b = max(1, period // _CONTRAST_BINS_PER_PERIOD)
+    m = x.size // b
+    means = x[: m * b].reshape(m, b).mean(axis=1)
+    lag = max(2, round(period / b))
+    r = _cycle_residual(means, _SLOW_PERIODS * lag + 1)
+    half = lag // 2
+    if r.size <= lag + half:
         return 0.0
-    acf = _autocorrelation(r, period + half)
-    return float(_contrast(acf, np.array([period]), half)[0])
+    acf = _autocorrelation(r, lag + half)
+    return float(_contrast(acf, np.array([lag]), half)[0])
 
 
 _BINS_PER_PERIOD = 8  # an octave's cycles are looked for on means of at most 1/8 of its shortest

@@ -726,14 +726,14 @@ def _cycle_outlives_levels(x: FloatArray, model: _Description) -> bool:
     cycle search takes for a cycle of their spacing. Removed as one, it left the steps ragged
     (ten steps of 3–6 σ up a slight trend, each within ±10% of a regular grid: found 8–10
     beside 4–5 false points, 11 of 13 of them slope points). The levels found with the cycle
-    removed still take the steps, and nothing periodic is left beside them (contrasts of −.12
-    to .03, from .29–.53); a real cycle is left whole, as no level, and no line over two of
-    its periods, can take it (the corpora's 27 cycles keep .87–1.22 of their contrast). The
-    levels' common slope and kinks are left out: a staircase described with its cycle often
-    keeps the staircase's rise as a slope, and less that, its flat steps are the sawtooth
-    again. (Two tries that judged the cycle by BIC, with and without it, also mended the
-    staircases but lost real cycles of few periods; a second cycle search on what the levels
-    leave lost cycles that only just passed its bar the first time.)"""
+    removed still take the steps, and nothing periodic is left beside them (contrasts of −.17
+    to .20, from .42–.86: at most .27 of it); a real cycle is left whole, as no level, and no
+    line over two of its periods, can take it (the corpora's 27 cycles keep .87–1.22 of their
+    contrast). The levels' common slope and kinks are left out: a staircase described with
+    its cycle often keeps the staircase's rise as a slope, and less that, its flat steps are
+    the sawtooth again. (Two tries that judged the cycle by BIC, with and without it, also
+    mended the staircases but lost real cycles of few periods; a second cycle search on what
+    the levels leave lost cycles that only just passed its bar the first time.)"""
     period = model.periods[0]
     bounds = [0, *sorted(p.index for p in model.accepted), x.shape[0]]
     for j in range(x.shape[1]):
