@@ -188,6 +188,7 @@ from perfsleuth.changepoints.kernels.statistic import (
     _noise_scale,
     _partition,
     _residual_lag1_columns,
+    _segment_means,
     _spread,
     _symmetrised,
     lag1_autocorrelation,
@@ -735,18 +736,15 @@ def _cycle_outlives_levels(x: FloatArray, model: _Description) -> bool:
     mended the staircases but lost real cycles of few periods; a second cycle search on what
     the levels leave lost cycles that only just passed its bar the first time.)"""
     period = model.periods[0]
-    bounds = [0, *sorted(p.index for p in model.accepted), x.shape[0]]
-    for j in range(x.shape[1]):
-        about = x[:, j].copy()
-        for a, b in itertools.pairwise(bounds):
-            if b <= a:
-                continue
-            part = about[a:b]
+    cuts = sorted(p.index for p in model.accepted)
+    about = x - _segment_means(x, cuts)
+    for a, b in itertools.pairwise([0, *cuts, x.shape[0]]):
+        if b - a >= 2 * period:
             t = np.arange(b - a) - 0.5 * (b - a - 1)
-            line = t * (t @ part) / float(t @ t) if b - a >= 2 * period else 0.0
-            about[a:b] = part - part.mean() - line
+            about[a:b] -= np.outer(t, t @ about[a:b]) / float(t @ t)
+    for j in range(x.shape[1]):
         before = robust_mod.cycle_contrast(x[:, j], period)
-        if before > 0 and robust_mod.cycle_contrast(about, period) >= 0.5 * before:
+        if before > 0 and robust_mod.cycle_contrast(about[:, j], period) >= 0.5 * before:
             return True
     return False
 
