@@ -13,7 +13,12 @@ with a point within ``MARGIN`` (n/1,000) readings, the points farther from every
 Seeded per (n, jitter, replicate), so two source trees see the same series
 (``PYTHONPATH=<src> .venv/bin/python benchmarks/changepoints_regular_staircase.py``).
 
-Run: ``.venv/bin/python benchmarks/changepoints_regular_staircase.py [--reps 10]``
+``--steps K``: K steps instead of ten (many steps at nearly regular intervals are a routine,
+read as a cycle: ``docs/changepoints.md``, "Not done"); ``--min-change R``: the relative floor
+(``min_relative_change``) instead of the default.
+
+Run: ``.venv/bin/python benchmarks/changepoints_regular_staircase.py [--reps 10] [--sizes
+10000,100000] [--steps 10]``
 """
 
 from __future__ import annotations
@@ -29,17 +34,19 @@ STEPS = 10
 JITTERS = {"random": None, "0.25": 0.25, "0.10": 0.10}
 
 
-def staircase(n: int, jitter: float | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def staircase(
+    n: int, jitter: float | None, seed: int, steps: int = STEPS
+) -> tuple[np.ndarray, np.ndarray]:
     """(values, step positions)."""
     rng = np.random.default_rng(seed)
     if jitter is None:  # uniform, at least `gap` apart (as `changepoints.real_shaped`)
-        gap = n // (4 * (STEPS + 1))
-        slack = n - 2 * gap - (STEPS - 1) * (gap - 1)
-        cuts = np.sort(rng.choice(slack, STEPS, replace=False)) + gap + np.arange(STEPS) * (gap - 1)
+        gap = n // (4 * (steps + 1))
+        slack = n - 2 * gap - (steps - 1) * (gap - 1)
+        cuts = np.sort(rng.choice(slack, steps, replace=False)) + gap + np.arange(steps) * (gap - 1)
     else:
-        gap = n // (STEPS + 1)
+        gap = n // (steps + 1)
         most = int(jitter * gap)
-        cuts = np.arange(1, STEPS + 1) * gap + rng.integers(-most, most + 1, STEPS)
+        cuts = np.arange(1, steps + 1) * gap + rng.integers(-most, most + 1, steps)
     steps = np.zeros(n)
     for cut in cuts:
         steps[cut:] += rng.uniform(3.0, 6.0)
@@ -51,16 +58,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--min-change", type=float, help="min_relative_change (default: its)")
     args = parser.parse_args()
-    print(f"{args.reps} series a cell, {STEPS} steps each")
+    print(f"{args.reps} series a cell, {args.steps} steps each")
     print("n       jitter  found  false  of them slope  with a cycle")
     for n in (int(s) for s in args.sizes.split(",")):
         margin = max(5, n // 1_000)
         for j, (name, jitter) in enumerate(JITTERS.items()):
             found = false = slope = cyclic = 0
             for rep in range(args.reps):
-                x, cuts = staircase(n, jitter, 1_000 * n + 100 * j + rep)
-                result = find_change_points(x)
+                x, cuts = staircase(n, jitter, 1_000 * n + 100 * j + rep, args.steps)
+                options = (
+                    {} if args.min_change is None else {"min_relative_change": args.min_change}
+                )
+                result = find_change_points(x, **options)
                 found += sum(any(abs(c - i) <= margin for i in result.indices) for c in cuts)
                 for p in result.points:
                     if all(abs(c - p.index) > margin for c in cuts):
@@ -68,7 +80,8 @@ def main() -> None:
                         slope += p.kind == "slope"
                 cyclic += bool(result.periods)
             print(
-                f"{n:<7} {name:<7} {found / (STEPS * args.reps):<6.2f} {false:<6} {slope:<14} "
+                f"{n:<7} {name:<7} {found / (args.steps * args.reps):<6.2f} {false:<6} "
+                f"{slope:<14} "
                 f"{cyclic}/{args.reps}",
                 flush=True,
             )

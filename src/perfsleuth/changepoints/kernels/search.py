@@ -253,6 +253,8 @@ variances, m its shorter side (:func:`_cost`)."""
 _LOG = logging.getLogger(__name__)
 _LOG_PROGRESS_LENGTH = 100_000  # longer series log their progress at INFO
 _SMALL_MIN_SIZE = 5  # the default min_size, or a quarter of a shorter series
+# of its contrast at the period, the least a cycle keeps beside its levels (_cycle_kept_share)
+_CYCLE_KEPT_SHARE = 0.5
 _LOOK: Literal["look"] = "look"  # no first cycle given: :func:`_without_cycle` looks for it
 # a description's first cycle, measured by the caller (None: there is none), or _LOOK
 _FirstCycle = robust_mod.Cycle | None | Literal["look"]
@@ -710,18 +712,20 @@ def _describe(x: FloatArray, search: _Practical, first: _FirstCycle = _LOOK) -> 
     """The default search's description of ``x`` (on the scale given): its cycle, its level
     points, a common slope when it is kept (step 6) and, on one column, the kinks. ``first``:
     its first cycle (None: no cycle), when already measured. A cycle that its levels take
-    (:func:`_cycle_outlives_levels`) was a staircase: the series is described again without."""
+    (:func:`_cycle_kept_share` under :data:`_CYCLE_KEPT_SHARE`) was a staircase: the series is
+    described again without."""
     model = _described(x, search, first)
-    if model.periods and not _cycle_outlives_levels(x, model):
+    if model.periods and _cycle_kept_share(x, model) < _CYCLE_KEPT_SHARE:
         return _described(x, search, None)
     return model
 
 
-def _cycle_outlives_levels(x: FloatArray, model: _Description) -> bool:
-    """Whether the description's first cycle outlives its level points: whether, in some
-    column, the series less each segment's mean (and, where a segment holds two periods or
-    more, its own line: a shorter one's would take a share of the cycle) still oscillates at
-    the period half as strongly as the series (:func:`robust_mod.cycle_contrast`).
+def _cycle_kept_share(x: FloatArray, model: _Description) -> float:
+    """How much of its oscillation the description's first cycle keeps beside its level
+    points: the series less each segment's mean (and, where a segment holds two periods or
+    more, its own line: a shorter one's would take a share of the cycle), its contrast at the
+    period (:func:`robust_mod.cycle_contrast`) as a share of the series' own; the largest over
+    the columns that oscillate at the period (0 if none does).
 
     Levels that step up at nearly regular intervals are, less a line, a sawtooth that the
     cycle search takes for a cycle of their spacing. Removed as one, it left the steps ragged
@@ -730,11 +734,14 @@ def _cycle_outlives_levels(x: FloatArray, model: _Description) -> bool:
     removed still take the steps, and nothing periodic is left beside them (contrasts of −.17
     to .20, from .42–.86: at most .27 of it); a real cycle is left whole, as no level, and no
     line over two of its periods, can take it (the corpora's 27 cycles keep .87–1.22 of their
-    contrast). The levels' common slope and kinks are left out: a staircase described with
-    its cycle often keeps the staircase's rise as a slope, and less that, its flat steps are
-    the sawtooth again. (Two tries that judged the cycle by BIC, with and without it, also
-    mended the staircases but lost real cycles of few periods; a second cycle search on what
-    the levels leave lost cycles that only just passed its bar the first time.)"""
+    contrast, 450 seeded cycles among shifts .84 or more:
+    ``benchmarks/changepoints_cycle_levels.py``). Twenty steps and more at such intervals are
+    a routine the cycle's profile takes whole, and keep it. The levels' common slope and
+    kinks are left out: a staircase described with its cycle often keeps the staircase's rise
+    as a slope, and less that, its flat steps are the sawtooth again. (Two tries that judged
+    the cycle by BIC, with and without it, also mended the staircases but lost real cycles of
+    few periods; a second cycle search on what the levels leave lost cycles that only just
+    passed its bar the first time.)"""
     period = model.periods[0]
     cuts = sorted(p.index for p in model.accepted)
     about = x - _segment_means(x, cuts)
@@ -742,11 +749,12 @@ def _cycle_outlives_levels(x: FloatArray, model: _Description) -> bool:
         if b - a >= 2 * period:
             t = np.arange(b - a) - 0.5 * (b - a - 1)
             about[a:b] -= np.outer(t, t @ about[a:b]) / float(t @ t)
+    shares = [0.0]
     for j in range(x.shape[1]):
         before = robust_mod.cycle_contrast(x[:, j], period)
-        if before > 0 and robust_mod.cycle_contrast(about[:, j], period) >= 0.5 * before:
-            return True
-    return False
+        if before > 0:
+            shares.append(robust_mod.cycle_contrast(about[:, j], period) / before)
+    return max(shares)
 
 
 def _described(x: FloatArray, search: _Practical, first: _FirstCycle) -> _Description:
