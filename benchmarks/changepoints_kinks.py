@@ -12,11 +12,17 @@ power with the defaults, and where the corpus gets them.
   whose defaults report a slope point: its slopes, z² against its bar, φ, and the annotation;
 * ``--competitions``: in the ``--power`` cells, the BIC competitions of the level points
   against the broken line alone, decided at the noise's effective count ν (the detector) and
-  at n (wrapping ``search._bic``), and the series where the two differ.
+  at n (wrapping ``search._bic``), and the series where the two differ;
+* ``--gates``: whether the kinks' own gates hold back the corpus's slope changes: the
+  ``--groups`` series (both halves) with each gate loosened alone — the test's bar × .4 (about
+  the bar at φ .5 instead of .9, what a bar at an upper confidence bound of φ would give at
+  40–120 readings), the cost × .3, the effect floor × .5 — F1 and cover per group and half
+  against the defaults, and the series whose points move.
 
 Run: ``machine heavy .venv/bin/python benchmarks/changepoints_kinks.py --null --power``
 (``--reps 200`` series a cell; ``--competitions``); ``.venv/bin/python
-benchmarks/changepoints_kinks.py --corpus --half tune``
+benchmarks/changepoints_kinks.py --corpus --half tune``; ``.venv/bin/python
+benchmarks/changepoints_kinks.py --gates --groups short,machine,events``
 """
 
 from __future__ import annotations
@@ -169,12 +175,62 @@ def corpus(half: str | None, groups: str) -> None:
                   f"φ {p.phi:.2f}, effect {p.effect:.1f} σ")  # fmt: skip
 
 
+def gates(groups: str) -> None:
+    from changepoints_accuracy import NAB_DEFAULT, STRUCCHANGE_DEFAULT, covering, f1_margin
+    from changepoints_accuracy import corpus as cases_of
+    from kernel_patch import patched
+
+    from perfsleuth.changepoints.kernels import kinks
+
+    bar, judge = kinks.critical_z2, kinks.judge
+
+    def lower_bar(length: int, alpha: float, table: kinks.Table = kinks.TABLE_Z2) -> float:
+        return bar(length, alpha, table) * (0.4 if table is kinks.TABLE_Z2 else 1.0)
+
+    def loosened(cost: float = 1.0, effect: float = 1.0):  # type: ignore[no-untyped-def]
+        def judged(y: np.ndarray, **options):  # type: ignore[no-untyped-def]
+            paid = options["cost"]
+            options["cost"] = lambda *a: cost * paid(*a)
+            options["min_effect"] *= effect
+            return judge(y, **options)
+
+        return {"judge": judged}
+
+    variants = {
+        "defaults": {},
+        "bar × .4": {"critical_z2": lower_bar},
+        "cost × .3": loosened(cost=0.3),
+        "effect × .5": loosened(effect=0.5),
+    }
+    cases = [c for c in cases_of(NAB_DEFAULT, STRUCCHANGE_DEFAULT, groups.split(","))[0]
+             if c.points is not None]  # fmt: skip
+    found: dict[str, list[tuple[int, ...]]] = {}
+    for name, values in variants.items():
+        with patched(values):
+            found[name] = [find_change_points(c.values).indices for c in cases]
+    print("F1 / cover per group and half; the series whose points move")
+    for name, points in found.items():
+        cells = []
+        for group in dict.fromkeys(c.group for c in cases):
+            for half in ("tune", "held-out"):
+                rows = [(c, p) for c, p in zip(cases, points, strict=True)
+                        if c.group == group and c.half == half]  # fmt: skip
+                f1 = np.mean([f1_margin(c.points, p) for c, p in rows])
+                cover = np.mean([covering(c.points, p, c.n) for c, p in rows])
+                cells.append(f"{group} {half} {f1:.3f} / {cover:.3f}")
+        pairs = zip(cases, found["defaults"], points, strict=True)
+        moved = [f"{c.name} {list(a)} → {list(b)}" for c, a, b in pairs if a != b]
+        print(f"{name}: " + ", ".join(cells))
+        print("    moved: " + ("; ".join(moved) or "none"), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--null", action="store_true")
     parser.add_argument("--power", action="store_true")
     parser.add_argument("--corpus", action="store_true")
     parser.add_argument("--competitions", action="store_true")
+    parser.add_argument("--gates", action="store_true")
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--half", choices=("tune", "held-out"))
     parser.add_argument("--groups", default="short,machine,events,nab")
@@ -188,6 +244,8 @@ def main() -> None:
         competitions(args.reps)
     if args.corpus:
         corpus(args.half, args.groups)
+    if args.gates:
+        gates(args.groups)
 
 
 if __name__ == "__main__":
