@@ -496,23 +496,33 @@ class _Round:
         log_levels = search.log_levels
         column = centred[:, 0]
 
+        # (the cost's lookup inline, and the arithmetic on plain floats without float(), max
+        # or min calls: a 10⁶-reading S-curve makes 360,000 judgements)
+        judged, penalty = seeded.Judged, search.penalty
+        inf, expm1 = math.inf, math.expm1
+
         def verdict_1d(a: int, i: int, b: int) -> seeded.Judged:
             if still[a] >= b:
-                return seeded.Judged(i, a, b, 0.0, False, 0.0)
+                return judged(i, a, b, 0.0, False, 0.0)
             nl, nr = i - a, b - i
-            ml, mr = (pz1[i] - pz1[a]) / nl, (pz1[b] - pz1[i]) / nr
-            gap = ml - mr
-            delta = float((nl * nr / (nl + nr)) * (gap * gap))
-            lev_l, lev_r = (pl1[i] - pl1[a]) / nl + offset1, (pl1[b] - pl1[i]) / nr + offset1
+            at_a, at_i = pz1[a], pz1[i]
+            gap = (at_i - at_a) / nl - (pz1[b] - at_i) / nr
+            delta = (nl * nr / (nl + nr)) * (gap * gap)
+            at_a, at_i = pl1[a], pl1[i]
+            lev_l, lev_r = (at_i - at_a) / nl + offset1, (pl1[b] - at_i) / nr + offset1
             shift = abs(lev_r - lev_l)
-            effect = float(shift / unit1) if measured1 else math.inf
+            effect = shift / unit1 if measured1 else inf
             if log_levels:
-                relative = -math.expm1(-shift)
+                relative = -expm1(-shift)
             else:
-                top = max(abs(lev_l + trend1 * i), abs(lev_r + trend1 * i))
+                left, right = abs(lev_l + trend1 * i), abs(lev_r + trend1 * i)
+                top = right if right > left else left  # max(left, right)
                 relative = shift / top if top > 0 else 0.0
-            large = bool(effect >= min_effect and relative >= min_relative and shift > 0)
-            cost = costs(nl, nr)
+            large = effect >= min_effect and relative >= min_relative and shift > 0
+            shorter = nr if nr < nl else nl
+            cost = paid.get(shorter)
+            if cost is None:
+                cost = paid[shorter] = _cost(penalty, n, shorter, independent)
             if delta >= cost:  # (a louder segment only raises it: looked up where paid)
                 cost *= _louder(moved, moved_unit, a, i, b)
             cheap = delta > 0 and delta >= cost and b - a >= testable
@@ -527,7 +537,7 @@ class _Round:
                 self.floor_decided = True  # only the relative floor failed it
             passes = large and cheap
             passes = passes and _beyond_one_observation(z, columns1, a, i, b, cost, 2 * m)
-            return seeded.Judged(i, a, b, delta, None if passes else False, effect)
+            return judged(i, a, b, delta, None if passes else False, effect)
 
         return verdict_1d
 
