@@ -232,19 +232,17 @@ class _Round:
         self.top = 1 if short_range else None
         sym, centred = series.sym, series.centred
         resid = sym - _segment_means(sym, points)
-        self.noise = [
+        measured = [
             _long_run_scale(resid[:, j], series.floors[j], self.top, m) for j in range(search.dims)
         ]
+        self.noise = [(phi, scale, implied) for phi, scale, implied, _ in measured]
         # the most persistence the noise shows the test (see ``statistic``): its φ at short
         # range with two standard errors, on the symmetrised scale or the series' own (as
         # the null estimate), or the φ its long-run scale implies. (The φ estimated: the
         # yardstick's is 0 where it is not told from independence, so measured again.)
         own = centred - _segment_means(centred, points)
         phi_cap = max(
-            *(
-                phi or robust_mod.persistence(resid[:, j], max_block=self.top)
-                for j, (phi, _, _) in enumerate(self.noise)
-            ),
+            *(phi or shown for phi, _, _, shown in measured),
             *(robust_mod.persistence(own[:, j], max_block=self.top) for j in range(search.dims)),
         ) + _PHI_CAP_SE * 3.0 / math.sqrt(n // robust_mod.pair_stride(n))
         self.phi_cap = max(phi_cap, *(implied for _, _, implied in self.noise))
@@ -976,8 +974,9 @@ def _testable(min_size: int) -> int:
 
 def _long_run_scale(
     x: FloatArray, floor: float, max_block: int | None, min_size: int
-) -> tuple[float, float, float]:
-    """(φ, long-run σ, the φ that σ implies) of one column's noise (blocks up to
+) -> tuple[float, float, float, float]:
+    """(φ, long-run σ, the φ that σ implies, the first differences' φ of
+    :func:`robust_mod.persistence`) of one column's noise (blocks up to
     ``max_block``; 1: the AR(1) scale alone), at least ``floor`` (finer is rounding, not
     noise): the standard deviation for a mostly flat series, ``floor`` (tiny) for noise-free
     data, whose shifts are infinitely significant: residuals that are exactly 0, or flat runs
@@ -986,12 +985,12 @@ def _long_run_scale(
     had no change point. (A σ of 0 means flat differences, which imply no φ whatever σ
     replaces it.)"""
     if _staircase(x, min_size):
-        return 0.0, floor, 0.0
-    phi, scale, implied = robust_mod.long_run_noise(x, max_block=max_block)
+        return 0.0, floor, 0.0, robust_mod.persistence(x, max_block=max_block)
+    phi, scale, implied, shown = robust_mod.noise_and_persistence(x, max_block=max_block)
     if scale > 0:
-        return phi, max(scale, floor), implied
+        return phi, max(scale, floor), implied, shown
     spread = float(np.std(x))
-    return phi, spread if spread > floor else floor, implied
+    return phi, spread if spread > floor else floor, implied, shown
 
 
 def _staircase(x: FloatArray, min_size: int) -> bool:
