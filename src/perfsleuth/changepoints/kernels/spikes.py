@@ -59,13 +59,13 @@ def _spike_sizes(column: FloatArray, bounds: list[int]) -> FloatArray:
     readings); spikes making some 10% of the whole series still do (docs/changepoints.md, Not
     done). A segment shorter than ``_SPIKE_OWN_SCALE`` keeps the whole series' spread: its MAD
     would err by 23% or more (≈ 1.17/√n)."""
-    whole = robust_mod.robust_scale(column)
-    z = column - robust_mod.median(column)
+    whole, centre = robust_mod.robust_scale_and_median(column)
+    z = column - centre
     for a, b in itertools.pairwise(bounds):
         if b - a >= _SPIKE_OWN_SCALE:
             part = column[a:b]
-            spread = robust_mod.robust_scale(part)
-            z[a:b] = (part - robust_mod.median(part)) * (whole / spread if spread > 0 else 1.0)
+            spread, middle = robust_mod.robust_scale_and_median(part)
+            z[a:b] = (part - middle) * (whole / spread if spread > 0 else 1.0)
     return _scaled_distance(z)
 
 
