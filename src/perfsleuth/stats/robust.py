@@ -48,7 +48,9 @@ __all__ = [
     "long_run_scale",
     "median",
     "noise_and_persistence",
+    "order_statistics",
     "persistence",
+    "quantile",
     "remove_cycle",
     "robust_scale",
     "robust_scale_and_median",
@@ -1056,6 +1058,66 @@ def median(x: FloatArray) -> float:
     """``np.median(x)`` of a 1-D array, the same value, three to five times as fast on long
     arrays (``x`` is not modified)."""
     return _median_in_place(np.array(x, dtype=np.float64))
+
+
+def order_statistics(x: FloatArray, ranks: Sequence[int]) -> FloatArray:
+    """``np.partition(x, ranks)[ranks]`` of a 1-D array (``ranks`` ascending, distinct), the
+    same values: one single-rank selection a rank, each in the part of a copy that the ones
+    before left it (numpy's introselect of five ranks at once took 33 ms for 10⁶ values,
+    these 4). With NaN, or where a value selected is 0 (which of −0 and +0 is selected
+    depends on the algorithm), ``np.partition``'s."""
+    chosen = _selected(x, ranks)
+    return np.partition(x, ranks)[list(ranks)] if chosen is None else chosen
+
+
+def quantile(x: FloatArray, q: Sequence[float]) -> FloatArray:
+    """``np.quantile(x, q)`` of a 1-D array by numpy's default (linear) method, the same
+    values: its two order statistics either side of each (n − 1) q by :func:`order_statistics`
+    and numpy's interpolation (``_lerp``) between them (np.quantile partitions around all of
+    them at once: 43 ms for two quantiles of 10⁶ values). With NaN, a q outside [0, 1), or
+    a zero among the values selected, ``np.quantile`` itself."""
+    at = np.asarray(q, dtype=np.float64)
+    n = x.size
+    if n < 2 or not bool(np.all((at >= 0.0) & (at < 1.0))):
+        return np.asarray(np.quantile(x, q))
+    virtual = (n - 1) * at
+    previous = np.floor(virtual)
+    gamma = virtual - previous
+    below = previous.astype(np.intp).tolist()
+    ranks = sorted({*below, *(i + 1 for i in below)})
+    chosen = _selected(x, ranks)
+    if chosen is None:
+        return np.asarray(np.quantile(x, q))
+    value = dict(zip(ranks, chosen.tolist(), strict=True))
+    a = np.array([value[i] for i in below])
+    b = np.array([value[i + 1] for i in below])
+    difference = b - a
+    out: FloatArray = a + difference * gamma
+    np.subtract(b, difference * (1 - gamma), out=out, where=gamma >= 0.5)
+    return out
+
+
+def _selected(x: FloatArray, ranks: Sequence[int]) -> FloatArray | None:
+    """:func:`order_statistics` by single-rank selections; None with NaN or a zero selected."""
+    work = np.array(x, dtype=np.float64)
+    if np.isnan(work).any():
+        return None
+    out = np.empty(len(ranks))
+    parts = [(0, work.size, 0, len(ranks))]  # a part of work holding the ranks lo … hi − 1
+    while parts:
+        lo, hi, first, last = parts.pop()
+        if first >= last:
+            continue
+        middle = (first + last) // 2
+        rank = ranks[middle]
+        part = work[lo:hi]
+        if last - first == 1 and rank in (lo, hi - 1):  # the part's least or largest
+            out[middle] = part.min() if rank == lo else part.max()
+            continue
+        part.partition(rank - lo)
+        out[middle] = part[rank - lo]
+        parts += [(lo, rank, first, middle), (rank + 1, hi, middle + 1, last)]
+    return out if out.all() else None
 
 
 def _median_in_place(a: FloatArray) -> float:
