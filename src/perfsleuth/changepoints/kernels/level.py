@@ -494,20 +494,23 @@ class _Round:
         log_levels = search.log_levels
         column = centred[:, 0]
 
-        # (the cost's lookup inline, and the arithmetic on plain floats without float(), max
-        # or min calls: a 10⁶-reading S-curve makes 360,000 judgements)
+        # (the cost's lookup inline, an end's sums and run in one lookup, and the arithmetic
+        # on plain floats without float(), max or min calls: a 10⁶-reading S-curve makes
+        # 360,000 judgements)
         judged, penalty = seeded.Judged, search.penalty
         inf, expm1 = math.inf, math.expm1
+        at_end = {e: (pz1[e], pl1[e], still[e]) for e in ends}
 
         def verdict_1d(a: int, i: int, b: int) -> seeded.Judged:
-            if still[a] >= b:
+            za, la, stop = at_end[a]
+            if stop >= b:
                 return judged(i, a, b, 0.0, False, 0.0)
+            zi, li, _ = at_end[i]
+            zb, lb, _ = at_end[b]
             nl, nr = i - a, b - i
-            at_a, at_i = pz1[a], pz1[i]
-            gap = (at_i - at_a) / nl - (pz1[b] - at_i) / nr
+            gap = (zi - za) / nl - (zb - zi) / nr
             delta = (nl * nr / (nl + nr)) * (gap * gap)
-            at_a, at_i = pl1[a], pl1[i]
-            lev_l, lev_r = (at_i - at_a) / nl + offset1, (pl1[b] - at_i) / nr + offset1
+            lev_l, lev_r = (li - la) / nl + offset1, (lb - li) / nr + offset1
             shift = abs(lev_r - lev_l)
             effect = shift / unit1 if measured1 else inf
             if log_levels:
