@@ -720,6 +720,17 @@ def test_order_statistics_and_quantiles_are_numpys(n: int) -> None:
         assert robust._row_medians(rows).tobytes() == np.median(rows, axis=1).tobytes()
 
 
+def test_the_cycle_level_of_a_logarithm_is_the_logarithm_of_the_cycle_level() -> None:
+    # the search takes the running median of a positive series' logarithm as the logarithm of
+    # the series' own: a median of an odd count is a reading, and the logarithm keeps order
+    rng = np.random.default_rng(3)
+    for n, period in ((1_000, 24), (20_000, 288), (5_001, 7)):
+        for spread in (0.1, 3.0):
+            x = np.exp(rng.standard_normal(n) * spread) * 20.0
+            level = robust.cycle_level(x, period)
+            assert robust.cycle_level(np.log(x), period).tobytes() == np.log(level).tobytes()
+
+
 def test_difference_phi_of_counts_on_a_lattice() -> None:
     # Weekly counts of 0-3 with an outbreak, on the scale the search symmetrises them to:
     # both MADs of the robust phi landed on one lattice value (phi = .99, a random walk);

@@ -40,6 +40,7 @@ __all__ = [
     "MAX_PERIOD",
     "Cycle",
     "clip_outliers",
+    "cycle_level",
     "cycle_share",
     "detect_period",
     "difference_phi",
@@ -533,13 +534,14 @@ class Cycle(NamedTuple):
         return self.profile.size
 
 
-def cycle_share(x: FloatArray, period: int) -> Cycle:
+def cycle_share(x: FloatArray, period: int, level: FloatArray | None = None) -> Cycle:
     """:func:`remove_cycle`, the share of the variation about the running median that the
     profile takes (by robust scales: 1 − (σ after / σ before)²) and the σ after: what the
     cycle and the noise leave about the running median. One median profile then serves both
     the choice of a series' scale (by the σ after) and its description (by the share): each
-    took its own running median and profile, 4% of a change-point search of 10⁵ readings."""
-    detail, profile = _profile(x, period)
+    took its own running median and profile, 4% of a change-point search of 10⁵ readings.
+    ``level``: that running median (:func:`cycle_level`), where the caller has it."""
+    detail, profile = _profile(x, period, level)
     cycle = np.resize(profile, x.size)
     before = robust_scale(detail)
     after = robust_scale(detail - cycle)
@@ -573,10 +575,20 @@ def spread_level_slope(x: FloatArray, stretch: int) -> tuple[float, float]:
     return slope, math.sqrt(float(resid @ resid) / (u.size - 2) / su)
 
 
-def _profile(x: FloatArray, period: int) -> tuple[FloatArray, FloatArray]:
-    """(``x`` less its running median one period wide, odd; the median profile of that)."""
+def cycle_level(x: FloatArray, period: int) -> FloatArray:
+    """The running median one period wide (odd) that :func:`cycle_share` measures ``x``'s
+    cycle about. Of a positive series' logarithm it is the logarithm of the series' own: a
+    median of an odd count is one of the readings, and the logarithm keeps their order."""
     window = period if period % 2 else period + 1
-    detail = x - running_median(x, window)
+    return running_median(x, window)
+
+
+def _profile(
+    x: FloatArray, period: int, level: FloatArray | None = None
+) -> tuple[FloatArray, FloatArray]:
+    """(``x`` less its running median one period wide, odd (``level``, where given); the
+    median profile of that)."""
+    detail = x - (cycle_level(x, period) if level is None else level)
     return detail, _phase_medians(detail, period)
 
 
