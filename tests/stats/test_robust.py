@@ -692,6 +692,45 @@ def test_long_medians_are_numpys(n: int) -> None:
         assert _median_in_place(x.copy()) == float(np.median(x))
 
 
+@pytest.mark.parametrize("n", [2, 3, 17, 1_000, 30_001])
+def test_order_statistics_and_quantiles_are_numpys(n: int) -> None:
+    # one-rank selections give np.partition's and np.quantile's values (the linear method's
+    # interpolation between the order statistics either side): smooth, tied, skewed and
+    # zero-heavy data, NaN, and quantiles at the ends
+    rng = np.random.default_rng(n)
+    missing = rng.standard_normal(n)
+    missing[n // 2] = np.nan
+    cases = [
+        rng.standard_normal(n),
+        np.round(rng.standard_normal(n) * 2.0),
+        np.abs(rng.standard_t(2, n)),
+        np.where(rng.random(n) < 0.7, 0.0, 1.5),
+        -np.exp(rng.standard_normal(n) * 20),
+        missing,
+    ]
+    ranks = sorted({round(i * (n - 1) / 4) for i in range(5)})
+    for x in cases:
+        assert (
+            robust.order_statistics(x, ranks).tobytes() == np.partition(x, ranks)[ranks].tobytes()
+        )
+        for q in ([0.05, 0.95], [0.0, 0.5], [0.25, 0.75, 0.999], [1.0]):
+            with np.errstate(invalid="ignore"):
+                assert robust.quantile(x, q).tobytes() == np.quantile(x, q).tobytes()
+        rows = x[: n // 2 * 2].reshape(-1, 2)
+        assert robust._row_medians(rows).tobytes() == np.median(rows, axis=1).tobytes()
+
+
+def test_the_cycle_level_of_a_logarithm_is_the_logarithm_of_the_cycle_level() -> None:
+    # the search takes the running median of a positive series' logarithm as the logarithm of
+    # the series' own: a median of an odd count is a reading, and the logarithm keeps order
+    rng = np.random.default_rng(3)
+    for n, period in ((1_000, 24), (20_000, 288), (5_001, 7)):
+        for spread in (0.1, 3.0):
+            x = np.exp(rng.standard_normal(n) * spread) * 20.0
+            level = robust.cycle_level(x, period)
+            assert robust.cycle_level(np.log(x), period).tobytes() == np.log(level).tobytes()
+
+
 def test_difference_phi_of_counts_on_a_lattice() -> None:
     # Weekly counts of 0-3 with an outbreak, on the scale the search symmetrises them to:
     # both MADs of the robust phi landed on one lattice value (phi = .99, a random walk);

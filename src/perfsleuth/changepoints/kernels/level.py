@@ -232,19 +232,17 @@ class _Round:
         self.top = 1 if short_range else None
         sym, centred = series.sym, series.centred
         resid = sym - _segment_means(sym, points)
-        self.noise = [
+        measured = [
             _long_run_scale(resid[:, j], series.floors[j], self.top, m) for j in range(search.dims)
         ]
+        self.noise = [(phi, scale, implied) for phi, scale, implied, _ in measured]
         # the most persistence the noise shows the test (see ``statistic``): its φ at short
         # range with two standard errors, on the symmetrised scale or the series' own (as
         # the null estimate), or the φ its long-run scale implies. (The φ estimated: the
         # yardstick's is 0 where it is not told from independence, so measured again.)
         own = centred - _segment_means(centred, points)
         phi_cap = max(
-            *(
-                phi or robust_mod.persistence(resid[:, j], max_block=self.top)
-                for j, (phi, _, _) in enumerate(self.noise)
-            ),
+            *(phi or shown for phi, _, _, shown in measured),
             *(robust_mod.persistence(own[:, j], max_block=self.top) for j in range(search.dims)),
         ) + _PHI_CAP_SE * 3.0 / math.sqrt(n // robust_mod.pair_stride(n))
         self.phi_cap = max(phi_cap, *(implied for _, _, implied in self.noise))
@@ -496,23 +494,36 @@ class _Round:
         log_levels = search.log_levels
         column = centred[:, 0]
 
+        # (the cost's lookup inline, an end's sums and run in one lookup, and the arithmetic
+        # on plain floats without float(), max or min calls: a 10⁶-reading S-curve makes
+        # 360,000 judgements)
+        judged, penalty = seeded.Judged, search.penalty
+        inf, expm1 = math.inf, math.expm1
+        at_end = {e: (pz1[e], pl1[e], still[e]) for e in ends}
+
         def verdict_1d(a: int, i: int, b: int) -> seeded.Judged:
-            if still[a] >= b:
-                return seeded.Judged(i, a, b, 0.0, False, 0.0)
+            za, la, stop = at_end[a]
+            if stop >= b:
+                return judged(i, a, b, 0.0, False, 0.0)
+            zi, li, _ = at_end[i]
+            zb, lb, _ = at_end[b]
             nl, nr = i - a, b - i
-            ml, mr = (pz1[i] - pz1[a]) / nl, (pz1[b] - pz1[i]) / nr
-            gap = ml - mr
-            delta = float((nl * nr / (nl + nr)) * (gap * gap))
-            lev_l, lev_r = (pl1[i] - pl1[a]) / nl + offset1, (pl1[b] - pl1[i]) / nr + offset1
+            gap = (zi - za) / nl - (zb - zi) / nr
+            delta = (nl * nr / (nl + nr)) * (gap * gap)
+            lev_l, lev_r = (li - la) / nl + offset1, (lb - li) / nr + offset1
             shift = abs(lev_r - lev_l)
-            effect = float(shift / unit1) if measured1 else math.inf
+            effect = shift / unit1 if measured1 else inf
             if log_levels:
-                relative = -math.expm1(-shift)
+                relative = -expm1(-shift)
             else:
-                top = max(abs(lev_l + trend1 * i), abs(lev_r + trend1 * i))
+                left, right = abs(lev_l + trend1 * i), abs(lev_r + trend1 * i)
+                top = right if right > left else left  # max(left, right)
                 relative = shift / top if top > 0 else 0.0
-            large = bool(effect >= min_effect and relative >= min_relative and shift > 0)
-            cost = costs(nl, nr)
+            large = effect >= min_effect and relative >= min_relative and shift > 0
+            shorter = nr if nr < nl else nl
+            cost = paid.get(shorter)
+            if cost is None:
+                cost = paid[shorter] = _cost(penalty, n, shorter, independent)
             if delta >= cost:  # (a louder segment only raises it: looked up where paid)
                 cost *= _louder(moved, moved_unit, a, i, b)
             cheap = delta > 0 and delta >= cost and b - a >= testable
@@ -527,7 +538,7 @@ class _Round:
                 self.floor_decided = True  # only the relative floor failed it
             passes = large and cheap
             passes = passes and _beyond_one_observation(z, columns1, a, i, b, cost, 2 * m)
-            return seeded.Judged(i, a, b, delta, None if passes else False, effect)
+            return judged(i, a, b, delta, None if passes else False, effect)
 
         return verdict_1d
 
@@ -966,8 +977,9 @@ def _testable(min_size: int) -> int:
 
 def _long_run_scale(
     x: FloatArray, floor: float, max_block: int | None, min_size: int
-) -> tuple[float, float, float]:
-    """(φ, long-run σ, the φ that σ implies) of one column's noise (blocks up to
+) -> tuple[float, float, float, float]:
+    """(φ, long-run σ, the φ that σ implies, the first differences' φ of
+    :func:`robust_mod.persistence`) of one column's noise (blocks up to
     ``max_block``; 1: the AR(1) scale alone), at least ``floor`` (finer is rounding, not
     noise): the standard deviation for a mostly flat series, ``floor`` (tiny) for noise-free
     data, whose shifts are infinitely significant: residuals that are exactly 0, or flat runs
@@ -976,12 +988,12 @@ def _long_run_scale(
     had no change point. (A σ of 0 means flat differences, which imply no φ whatever σ
     replaces it.)"""
     if _staircase(x, min_size):
-        return 0.0, floor, 0.0
-    phi, scale, implied = robust_mod.long_run_noise(x, max_block=max_block)
+        return 0.0, floor, 0.0, robust_mod.persistence(x, max_block=max_block)
+    phi, scale, implied, shown = robust_mod.noise_and_persistence(x, max_block=max_block)
     if scale > 0:
-        return phi, max(scale, floor), implied
+        return phi, max(scale, floor), implied, shown
     spread = float(np.std(x))
-    return phi, spread if spread > floor else floor, implied
+    return phi, spread if spread > floor else floor, implied, shown
 
 
 def _staircase(x: FloatArray, min_size: int) -> bool:

@@ -51,7 +51,6 @@ O(k log k) for k candidates.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import heapq
 import math
@@ -409,13 +408,15 @@ def greedy(candidates: Candidates) -> Candidates:
     index, start, stop = (
         getattr(candidates, f)[order].tolist() for f in ("index", "start", "stop")
     )
-    kept: list[int] = []
+    # the kept points marked in a byte a reading, and an interval's looked for by memchr
+    # (bytearray.find): a sorted list took a memmove of half of it per point kept, O(k²)
+    # (the 18 rounds of a 10⁶-reading S-curve, ~10,000 candidates each: 130 → 58 ms)
+    held = bytearray(max(stop, default=0) + 1)
     chosen: list[int] = []
     for r, (i, a, b) in enumerate(zip(index, start, stop, strict=True)):
-        at = bisect.bisect_right(kept, a)
-        if at < len(kept) and kept[at] < b:
-            continue  # the interval [start, stop) already holds a point
-        bisect.insort(kept, i)
+        if held.find(1, a + 1, b) >= 0:
+            continue  # the interval [start, stop) already holds a point (after its start)
+        held[i] = 1
         chosen.append(r)
     rows = order[chosen]
     # (no two kept share an index: the second's interval would hold the first)

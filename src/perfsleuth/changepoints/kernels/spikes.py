@@ -59,13 +59,13 @@ def _spike_sizes(column: FloatArray, bounds: list[int]) -> FloatArray:
     readings); spikes making some 10% of the whole series still do (docs/changepoints.md, Not
     done). A segment shorter than ``_SPIKE_OWN_SCALE`` keeps the whole series' spread: its MAD
     would err by 23% or more (≈ 1.17/√n)."""
-    whole = robust_mod.robust_scale(column)
-    z = column - robust_mod.median(column)
+    whole, centre = robust_mod.robust_scale_and_median(column)
+    z = column - centre
     for a, b in itertools.pairwise(bounds):
         if b - a >= _SPIKE_OWN_SCALE:
             part = column[a:b]
-            spread = robust_mod.robust_scale(part)
-            z[a:b] = (part - robust_mod.median(part)) * (whole / spread if spread > 0 else 1.0)
+            spread, middle = robust_mod.robust_scale_and_median(part)
+            z[a:b] = (part - middle) * (whole / spread if spread > 0 else 1.0)
     return _scaled_distance(z)
 
 
@@ -110,7 +110,7 @@ def _most_held(column: FloatArray) -> tuple[float, int] | None:
     if n == 0:
         return None
     at = sorted({round(i * (n - 1) / 4) for i in range(5)})
-    values = sorted({float(v) for v in np.partition(column, at)[at]})
+    values = sorted({float(v) for v in robust_mod.order_statistics(column, at)})
     counts = [int(np.count_nonzero(column == v)) for v in values]
     k = int(np.argmax(counts))
     return (values[k], counts[k]) if counts[k] < n else None
@@ -219,7 +219,7 @@ def _bulk_symmetrised(column: FloatArray) -> FloatArray:
     left out, four spikes in 120 readings still chose λ; with 10%, the lognormal's own tail
     began to count as spikes."""
     centred = column - robust_mod.median(column)  # (np.median's value, faster)
-    lo, hi = np.quantile(centred, [_SPIKE_FIT_TAIL, 1.0 - _SPIKE_FIT_TAIL])
+    lo, hi = robust_mod.quantile(centred, [_SPIKE_FIT_TAIL, 1.0 - _SPIKE_FIT_TAIL])
     bulk = centred[(centred >= lo) & (centred <= hi)]
     unit = float(np.std(bulk)) or float(np.std(centred))
     if unit <= 0.0 or not math.isfinite(unit):

@@ -176,7 +176,9 @@ def _lone_jump(segment: FloatArray, at: int, alpha: float) -> bool:
         if c * float(np.ptp(sample)) / 2 > nearest / (1.0 - 1.0 / c):
             return False
     d = np.diff(segment)
-    dev = np.abs(d - np.median(d))
+    # (np.median's value by selection: its introselect took 1.2 of a 10⁵-reading search's
+    # 170 ms here, each of three transforms looking for a lone jump to align)
+    dev = np.abs(d - robust_mod.median(d))
     jump = float(dev[at - 1])
     dev[at - 1] = 0.0
     return jump > 0 and jump >= c * float(dev.max())
@@ -283,15 +285,18 @@ def _yeojohnson_lambda(x: FloatArray) -> float:
             lb, ub = 2 - ub, 2 - lb
         elif np.any(x < 0):
             lb, ub = max(2 - ub, lb), min(2 - lb, ub)
+        # each side by its positions, found once: a mask's scatter mispredicts a branch at
+        # every other reading, in each of the fit's evaluations (4,096 readings: .90 → .65 ms)
         pos = x >= 0
-        up, down = np.log1p(x[pos]), np.log1p(-x[~pos])
+        plus, minus = np.flatnonzero(pos), np.flatnonzero(~pos)
+        up, down = np.log1p(x[plus]), np.log1p(-x[minus])
         jacobian = np.sum(np.sign(x) * np.log1p(np.abs(x)), axis=0)
         n = x.shape[0]
 
         def negative_llf(lmb: float) -> FloatArray:
-            y = np.zeros_like(x, dtype=np.float64)
-            y[pos] = up if abs(lmb) < info.eps else np.expm1(lmb * up) / lmb
-            y[~pos] = -np.expm1((2 - lmb) * down) / (2 - lmb) if abs(lmb - 2) > info.eps else -down
+            y = np.empty_like(x, dtype=np.float64)  # (every reading is on one side)
+            y[plus] = up if abs(lmb) < info.eps else np.expm1(lmb * up) / lmb
+            y[minus] = -np.expm1((2 - lmb) * down) / (2 - lmb) if abs(lmb - 2) > info.eps else -down
             sigma = np.var(y, axis=0)
             log_sigma = np.log(sigma) if sigma >= info.smallest_normal else -np.inf
             llf = np.asarray(-n / 2 * log_sigma + (lmb - 1) * jacobian)
@@ -306,17 +311,20 @@ def _yeojohnson(x: FloatArray, lam: float) -> FloatArray:
     operations, without the array-API indexing wrappers that cost half its time (a search
     transforms every column once; a test pins it to scipy's)."""
     eps = np.finfo(np.float64).eps
-    out = np.zeros_like(x, dtype=np.float64)
+    out = np.empty_like(x, dtype=np.float64)  # (every reading is on one side)
+    # each side gathered and written back by its positions, not by its mask: the signs of
+    # noise about its median alternate at random, and a mask's gather or scatter mispredicts
+    # a branch at every other reading (10⁶ readings: some 5 ms each of the four; 30 → 16 ms)
     pos = x >= 0
+    up, down = np.flatnonzero(pos), np.flatnonzero(~pos)
     if abs(lam) < eps:
-        out[pos] = np.log1p(x[pos])
+        out[up] = np.log1p(x[up])
     else:  # ((x + 1) ** λ − 1) / λ, stably
-        out[pos] = np.expm1(lam * np.log1p(x[pos])) / lam
-    neg = ~pos
+        out[up] = np.expm1(lam * np.log1p(x[up])) / lam
     if abs(lam - 2) > eps:
-        out[neg] = -np.expm1((2 - lam) * np.log1p(-x[neg])) / (2 - lam)
+        out[down] = -np.expm1((2 - lam) * np.log1p(-x[down])) / (2 - lam)
     else:
-        out[neg] = -np.log1p(-x[neg])
+        out[down] = -np.log1p(-x[down])
     return out
 
 
