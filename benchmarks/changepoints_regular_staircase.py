@@ -61,6 +61,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--min-change", type=float, help="min_relative_change (default: its)")
     args = parser.parse_args()
+    if args.steps < 1:
+        parser.error(f"--steps must be 1 or more, got {args.steps}")
     print(f"{args.reps} series a cell, {args.steps} steps each")
     print("n       jitter  found  false  of them slope  with a cycle")
     for n in (int(s) for s in args.sizes.split(",")):

@@ -297,6 +297,10 @@ def main() -> None:
         help="what carries Δρ in (b): the mean service time (the paper's §4.1) or arrival rate",
     )
     args = parser.parse_args()
+    if args.seed_set is not None and args.seed_set <= 4:
+        parser.error(
+            f"--seed-set must be above 4 (1–4 are the reproduction's), got {args.seed_set}"
+        )
     reps = 100 if args.quick else args.reps
     if args.defaults_fp:
         print_defaults_false_positives(reps, args.seed_set or 1)
