@@ -223,7 +223,10 @@ def test_change_point_with_series_gets_a_line_and_marker() -> None:
     fig = figures(page)["figure-1"]
     trace = fig["data"][0]
     assert trace["type"] == "scatter"
-    assert len(trace["x"]) == 3600 == len(decode(trace["y"]))
+    # a close-up: a tenth of the series either side of the finding, not the whole series
+    assert len(trace["x"]) == 721 == len(decode(trace["y"]))
+    assert (trace["x"][0], trace["x"][-1]) == ("2024-05-01T11:24:00.000", "2024-05-01T11:36:00.000")
+    assert "readings 1,441–2,161 of 3,600" in page
     (shape,) = fig["layout"]["shapes"]
     assert shape["type"] == "line"
     assert shape["x0"] == shape["x1"] == "2024-05-01T11:30:00.000"
@@ -293,22 +296,44 @@ def test_series_from_a_callable() -> None:
     assert len(asked) == 3  # prepared once per series
     x = figs["figure-1"]["data"][0]["x"]
     assert x == sorted(x)
-    assert x[0] == "2024-05-01T11:00:00.000"
+    # the finding comes after the data: its close-up is the series' last tenth
+    assert (x[0], x[-1]) == ("2024-05-01T11:07:30.000", "2024-05-01T11:08:19.000")
 
 
 def test_long_series_is_downsampled_keeping_spikes() -> None:
     frame = metric_frame(10_000)
-    frame.loc[1234, "value"] = 50.0
-    frame.loc[8765, "value"] = -50.0
-    page = render_html([finding()], series=frame, max_points=500)
+    frame.loc[3000, "value"] = 50.0
+    frame.loc[4200, "value"] = -50.0
+    # the finding at reading 3,600; its card: readings 2,600–4,600, with a fifth of max_points
+    page = render_html([finding()], series=frame, max_points=2500)
     trace = figures(page)["figure-1"]["data"][0]
     y = decode(trace["y"])
     assert len(y) <= 500 and len(trace["x"]) == len(y)
     assert y.max() == 50.0 and y.min() == -50.0
-    assert y[0] == frame["value"].iat[0] and y[-1] == frame["value"].iat[-1]
-    assert trace["x"][0] == "2024-05-01T11:00:00.000"
-    assert trace["x"][-1] == "2024-05-01T13:46:39.000"
-    assert "10,000 points, " in page
+    assert y[0] == frame["value"].iat[2600] and y[-1] == frame["value"].iat[4600]
+    assert trace["x"][0] == "2024-05-01T11:43:20.000"
+    assert trace["x"][-1] == "2024-05-01T12:16:40.000"
+    assert f"readings 2,601–4,601 of 10,000, {len(y)} drawn" in page
+
+
+def test_each_finding_of_a_long_series_gets_its_own_close_up() -> None:
+    """Not the whole series once per finding (44 near-identical plots made a 12 MB page)."""
+    frame = metric_frame(20_000)
+    times = frame["time"].iloc[::1000].iloc[1:]
+    found = [finding(start=t.to_pydatetime()) for t in times]
+    figs = figures(render_html(found, series=frame))
+    assert len(figs) == len(found) == 19
+    windows = set()
+    for number, when in enumerate(times, 1):
+        fig = figs[f"figure-{number}"]
+        x = fig["data"][0]["x"]
+        assert len(x) <= 1000  # a fifth of the default 5,000 points
+        (shape,) = fig["layout"]["shapes"]
+        assert x[0] < shape["x0"] < x[-1]
+        assert pd.Timestamp(x[-1]) - pd.Timestamp(x[0]) <= pd.Timedelta(seconds=4000)
+        assert shape["x0"] == when.strftime("%Y-%m-%dT%H:%M:%S.000")
+        windows.add((x[0], x[-1]))
+    assert len(windows) == len(found)
 
 
 @pytest.mark.parametrize("max_points", [2, 3, 4, 5, 10, 101, 1000])

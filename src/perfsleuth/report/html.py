@@ -110,8 +110,10 @@ def render_html(
     series
         Data to plot behind each finding: a metric frame (``time, entity, metric, value[,
         unit]``) or a callable ``(entity, metric) -> frame | None`` (e.g. a store lookup). A
-        finding whose (entity, metric) has a series gets a line plot with the finding marked;
-        any other finding gets a bar chart of its numeric evidence.
+        finding whose (entity, metric) has a series gets a line plot of the readings around it
+        (its own and, either side, as many again, at least a tenth of the series and 30
+        readings), with the finding marked; any other finding gets a bar chart of its numeric
+        evidence.
     coverage
         What the data held (``perfsleuth.frames.coverage_of(frame)``), listed at the end.
     sections
@@ -123,9 +125,10 @@ def render_html(
     generated
         When the report was made (timezone-aware); default now.
     max_points
-        Longer series are downsampled to at most this many points, keeping each bucket's
-        minimum and maximum so spikes survive. (Section figures come ready-made: their builders
-        downsample.)
+        A finding's plot draws at most a fifth of this many points (it sits beside its
+        evidence), downsampling longer stretches so that each bucket keeps its minimum and
+        maximum and spikes survive. (Section figures come ready-made: their builders
+        downsample to ``max_points``.)
     rejected
         Input lines the readers left out, by source (``Transactions.rejects`` of
         :mod:`perfsleuth.sources.transactions`): counted per reason, with the first few lines,
@@ -147,8 +150,10 @@ def render_html(
     rendered = [_family(number, part) for number, part in enumerate(parts, 1)]
     leads = [_family(number, part, "incident") for number, part in enumerate(opening, 1)]
     items = ordered(findings)
-    lookup = _SeriesIndex(series, max_points)
-    cards = [_section(number, finding, lookup) for number, finding in enumerate(items, 1)]
+    lookup = _SeriesIndex(series)
+    cards = [
+        _section(number, finding, lookup, max_points) for number, finding in enumerate(items, 1)
+    ]
     blocks = _blocks(items, cards, parts, rendered)
     loose = [f for part, f in zip(parts, rendered, strict=True) if not part.family]
     timeline = _timeline(items) if len({c["family"] for c in cards}) > 1 else None
@@ -259,18 +264,26 @@ def _plotlyjs() -> Markup:
 
 @dataclass(frozen=True, slots=True)
 class _Series:
+    t: npt.NDArray[np.datetime64]  # UTC wall clock, sorted
+    y: npt.NDArray[np.float64]
+    unit: str
+
+
+@dataclass(frozen=True, slots=True)
+class _CloseUp:
+    """The readings drawn on a finding's card: a window around it, downsampled."""
+
     x: list[str]
     y: npt.NDArray[np.float64]
     unit: str
-    points: int  # before downsampling
+    note: str
 
 
 class _SeriesIndex:
     """Finds and prepares (once per key) the series behind a finding."""
 
-    def __init__(self, source: SeriesSource, max_points: int) -> None:
+    def __init__(self, source: SeriesSource) -> None:
         self._source = source
-        self._max_points = max_points
         self._groups: dict[tuple[str, str], npt.NDArray[np.intp]] | None = None
         self._cache: dict[tuple[str, str], _Series | None] = {}
         if isinstance(source, pd.DataFrame):
@@ -284,7 +297,7 @@ class _SeriesIndex:
         key = (entity, metric)
         if key not in self._cache:
             frame = self._find(entity, metric)
-            self._cache[key] = None if frame is None else _prepare(frame, self._max_points)
+            self._cache[key] = None if frame is None else _prepare(frame)
         return self._cache[key]
 
     def _find(self, entity: str, metric: str) -> pd.DataFrame | None:
@@ -320,7 +333,7 @@ def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
         )
 
 
-def _prepare(frame: pd.DataFrame, max_points: int) -> _Series | None:
+def _prepare(frame: pd.DataFrame) -> _Series | None:
     times = pd.to_datetime(frame["time"], utc=True, errors="coerce")
     t = times.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
     y = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
@@ -331,16 +344,38 @@ def _prepare(frame: pd.DataFrame, max_points: int) -> _Series | None:
     if (np.diff(t) < np.timedelta64(0, "ns")).any():
         order = np.argsort(t, kind="stable")
         t, y = t[order], y[order]
-    keep = downsample_indices(y, max_points)
     unit = ""
     if "unit" in frame.columns:
         units = sorted({str(u) for u in frame["unit"].dropna().unique()} - {""})
         unit = ", ".join(units)
-    x = np.datetime_as_string(t[keep], unit="ms").tolist()
-    return _Series(x=x, y=y[keep], unit=unit, points=len(t))
+    return _Series(t=t, y=y, unit=unit)
 
 
-def _line_figure(finding: Finding, data: _Series) -> str:
+def _close_up(finding: Finding, data: _Series, max_points: int) -> _CloseUp:
+    """The readings around ``finding``: its own and, either side, as many again, at least a
+    tenth of the series and ``_CONTEXT`` readings.
+
+    Not the whole series once per finding: a series with 44 findings drew 44 near-identical
+    plots (12 MB). Where the finding sits in the whole series is the timeline's and the
+    family section's to show (change points: one plot per series with all its points).
+    """
+    n = len(data.t)
+    first = int(np.searchsorted(data.t, _wall_clock(finding.start), side="left"))
+    stop = max(first, int(np.searchsorted(data.t, _wall_clock(finding.end), side="right")))
+    context = max(stop - first, -(-n // 10), _CONTEXT)
+    lo, hi = max(0, min(first, n) - context), min(n, stop + context)
+    keep = lo + downsample_indices(data.y[lo:hi], max_points)
+    shown = f", {len(keep):,} drawn" if len(keep) < hi - lo else ""
+    where = f"{n:,} points" if hi - lo == n else f"readings {lo + 1:,}–{hi:,} of {n:,}"
+    x = np.datetime_as_string(data.t[keep], unit="ms").tolist()
+    return _CloseUp(x=x, y=data.y[keep], unit=data.unit, note=where + shown)
+
+
+def _wall_clock(value: datetime) -> np.datetime64:
+    return np.datetime64(value.astimezone(UTC).replace(tzinfo=None), "ns")
+
+
+def _line_figure(finding: Finding, data: _CloseUp) -> str:
     import plotly.graph_objects as go
 
     colour = SEVERITY_COLOURS[finding.severity]
@@ -448,7 +483,9 @@ def _bar_figure(finding: Finding) -> str | None:
     return str(figure.to_json())
 
 
-def _section(number: int, finding: Finding, lookup: _SeriesIndex) -> dict[str, Any]:
+def _section(
+    number: int, finding: Finding, lookup: _SeriesIndex, max_points: int
+) -> dict[str, Any]:
     plot: str | None
     data = None if number > _CHARTED else lookup.get(finding.entity, finding.metric)
     if number > _CHARTED:
@@ -456,9 +493,8 @@ def _section(number: int, finding: Finding, lookup: _SeriesIndex) -> dict[str, A
         plot, plot_kind = None, "evidence"
         note = f"plots are drawn for the {_CHARTED} most severe findings only"
     elif data is not None:
-        plot, plot_kind = _line_figure(finding, data), "series"
-        shown = len(data.x)
-        note = f"{data.points:,} points" + (f", {shown:,} drawn" if shown < data.points else "")
+        close_up = _close_up(finding, data, max(2, max_points // 5))
+        plot, plot_kind, note = _line_figure(finding, close_up), "series", close_up.note
     else:
         plot, plot_kind = _bar_figure(finding), "evidence"
         note = "no series for this entity and metric; numeric evidence shown instead"
@@ -496,6 +532,7 @@ def _section(number: int, finding: Finding, lookup: _SeriesIndex) -> dict[str, A
 
 _SUMMARY_ROWS = 10  # the summary lists these first; the rest fold under "more"
 _CHARTED = 100  # findings that get a chart of their own (the most severe)
+_CONTEXT = 30  # readings at least either side of a finding on its card
 _TIMELINE_MAX = 2000  # findings drawn in the timeline at most (the most severe)
 _WRAP = 90  # characters per line of a timeline hover label
 

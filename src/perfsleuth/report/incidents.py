@@ -1,8 +1,9 @@
 """The report's opening: one section per incident — its story, its chain, its timeline.
 
 An incident (:mod:`perfsleuth.incidents`) is drawn as it was found: the paragraph that tells
-it, the chain link by link with its strength, and one timeline of its findings with a row per
-question (when, workload, application, process, resource). Nothing is recomputed here.
+it, the chain link by link with its strength, and, when it holds two findings or more, one
+timeline of them with a row per question (when, workload, application, process, resource).
+Nothing is recomputed here.
 """
 
 from __future__ import annotations
@@ -66,9 +67,9 @@ def _section(number: int, incident: Incident) -> Section:
         for link in incident.chain
     )
     chain = Table(("question", "what the data say", "strength", "findings"), rows)
-    return Section(
-        heading, intro=shown(incident.story), tables=(chain,), figures=(_timeline(incident),)
-    )
+    # one finding has nothing to be placed against: its time is in the chain's first row
+    figures = (_timeline(incident),) if len(incident.findings) > 1 else ()
+    return Section(heading, intro=shown(incident.story), tables=(chain,), figures=figures)
 
 
 def _timeline(incident: Incident) -> Figure:
