@@ -548,6 +548,15 @@ class _Round:
             lev_l, lev_r = (li - la) / nl + offset1, (lb - li) / nr + offset1
             shift = abs(lev_r - lev_l)
             effect = shift / unit1 if measured1 else inf
+            shorter = nr if nr < nl else nl
+            cost = paid.get(shorter)
+            if cost is None:
+                cost = paid[shorter] = _cost(penalty, n, shorter, independent)
+            if not delta >= cost:
+                # not worth its cost, as most candidates (a louder segment only raises it):
+                # nothing else is asked (an S-curve's 10⁶ readings: 360,000 judgements)
+                return judged(i, a, b, delta, False, effect)
+            cost *= _louder(moved, moved_unit, a, i, b)
             if log_levels:
                 relative = -expm1(-shift)
             else:
@@ -555,12 +564,6 @@ class _Round:
                 top = right if right > left else left  # max(left, right)
                 relative = shift / top if top > 0 else 0.0
             large = effect >= min_effect and relative >= min_relative and shift > 0
-            shorter = nr if nr < nl else nl
-            cost = paid.get(shorter)
-            if cost is None:
-                cost = paid[shorter] = _cost(penalty, n, shorter, independent)
-            if delta >= cost:  # (a louder segment only raises it: looked up where paid)
-                cost *= _louder(moved, moved_unit, a, i, b)
             cheap = delta > 0 and delta >= cost and b - a >= testable
             # the levels without their extremes only where the split is worth its cost: a pass
             # over the segment, and most candidates fail the cost (10⁵ readings of an S-curve:
