@@ -101,7 +101,7 @@ class _Practical:
         """What :meth:`run` measures of ``level`` (less ``slope``) whatever its floors, for
         another search of the same series to start from."""
         trend = np.zeros(self.dims) if slope is None else slope
-        return _Measured(level, self.min_size, _Series.of(level, trend), seeded.SplitMemo())
+        return _Measured(level, trend, self.min_size, seeded.SplitMemo())
 
     def run(
         self,
@@ -117,7 +117,7 @@ class _Practical:
         trend = np.zeros(self.dims) if slope is None else slope
         if measured is None or not measured.of(level, trend, self.min_size):
             measured = self.measure(level, slope)
-        series = measured.series
+        series = _Series.of(level, trend)
         # The noise is first measured at short range (first differences, which a shift touches
         # once), the points judged, then its long-run scale measured on the residuals about
         # them, until the points settle: every point is judged against noise without the
@@ -235,21 +235,20 @@ class _Series:
 
 @dataclass(frozen=True, slots=True)
 class _Measured:
-    """A series' sums (:class:`_Series`) and its seeded intervals' best splits found so far,
-    which do not depend on a search's floors: the relative floor's check searches the series
-    again, without the floor (``edges._steps_under_the_floor``), and measured again they were
-    a third of that search (10⁶ readings of an S-curve: .25 s of .76, of a saturating rise
-    .26 of .56; 40 MB to 70 MB more held meanwhile)."""
+    """A series' seeded intervals' best splits found so far, which do not depend on a
+    search's floors: the relative floor's check searches the series again, without the floor
+    (``edges._steps_under_the_floor``), and its first round split them all again. (Its sums,
+    :class:`_Series`, are taken again: held meanwhile, 80 MB at 10⁶ readings, the trend's
+    searches took longer than they saved.)"""
 
     level: FloatArray
+    trend: FloatArray
     min_size: int  # the seeded intervals' shortest parts
-    series: _Series
     splits: seeded.SplitMemo
 
     def of(self, level: FloatArray, trend: FloatArray, min_size: int) -> bool:
-        """Whether these are the measures of ``level`` less ``trend``, split as ``min_size``
-        says."""
-        same_trend = np.array_equal(self.series.trend, trend)
+        """Whether these are the splits of ``level`` less ``trend``, as ``min_size`` says."""
+        same_trend = np.array_equal(self.trend, trend)
         return level is self.level and min_size == self.min_size and same_trend
 
 
