@@ -309,8 +309,8 @@ def _steps_under_the_floor(
     the points the floor keeps are reported, with no slope. (The log scale's levels are
     relative themselves: no floor there.) ``kept`` and ``dropped``: the search with the floor
     and no slope; where its floor decided nothing, the search without it is not run, for it
-    would end at the same points (``_Dropped.same_without_floor``). ``measured``: that
-    search's measures of ``y``, which this one's need not take again."""
+    would end at the same points (``_Dropped.same_without_floor``). ``measured``: the seeded
+    splits that search found, which this one need not find again."""
     if search.min_relative_change <= 0.0 or search.log_levels:
         return False
     if isinstance(dropped, _Dropped) and dropped.same_without_floor:

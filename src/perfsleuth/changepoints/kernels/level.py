@@ -98,8 +98,8 @@ class _Practical:
         return np.zeros(self.dims) if self.resolution is None else self.resolution
 
     def measure(self, level: FloatArray, slope: FloatArray | None = None) -> _Measured:
-        """What :meth:`run` measures of ``level`` (less ``slope``) whatever its floors, for
-        another search of the same series to start from."""
+        """A store for the seeded splits that :meth:`run` finds in ``level`` (less ``slope``),
+        whatever its floors, for another search of the same series to look up."""
         trend = np.zeros(self.dims) if slope is None else slope
         return _Measured(level, trend, self.min_size, seeded.SplitMemo())
 
@@ -112,8 +112,8 @@ class _Practical:
     ) -> tuple[list[ChangePoint], Sequence[ChangePoint]]:
         """(kept, dropped) change points of ``level`` (n × dims, the series' units, cycle and
         ``slope`` per observation removed); ``previous``: points of an earlier, similar search,
-        about which the noise is measured first (they only save rounds); ``measured``: what
-        :meth:`measure` took of this series, and the searches of it since."""
+        about which the noise is measured first (they only save rounds); ``measured``: the seeded
+        splits earlier searches of this series found (:meth:`measure`)."""
         trend = np.zeros(self.dims) if slope is None else slope
         if measured is None or not measured.of(level, trend, self.min_size):
             measured = self.measure(level, slope)

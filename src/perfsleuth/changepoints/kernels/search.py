@@ -885,7 +885,7 @@ def _with_bends(
     """The description of a one-column series with its kinks (step 6): (slope, level points
     kept, dropped, kinks), from ``described``, the description with or without a common
     slope, and ``flat``, the level search with no slope, which the kinks may prefer
-    (``measured``: that search's measures of ``adjusted``)."""
+    (``measured``: the seeded splits that search found)."""
     slope, accepted, rejected = described
     judged = functools.partial(
         kinks.find_kinks,
