@@ -132,9 +132,11 @@ class Tracer:
             record.kinks = sorted(k.index for k in out.bends)
             return out
 
-        def run(self: Any, level: Any, slope: Any = None, previous: Any = None) -> Any:
+        def run(
+            self: Any, level: Any, slope: Any = None, previous: Any = None, measured: Any = None
+        ) -> Any:
             tracer.descriptions[-1].runs.append(Run(slope is not None and bool(np.any(slope))))
-            kept, dropped = real["run"](self, level, slope, previous)
+            kept, dropped = real["run"](self, level, slope, previous, measured)
             tracer.run.kept = sorted(p.index for p in kept)
             tracer.run.dropped = {p.index: p for p in dropped}
             return kept, dropped

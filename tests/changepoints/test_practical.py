@@ -973,10 +973,10 @@ def test_a_trend_found_by_the_first_start_is_not_searched_again_from_the_line(
     slopes: list[float] = []
     run = level._Practical.run
 
-    def counted(self, level, slope=None, previous=None):  # type: ignore[no-untyped-def]
+    def counted(self, level, slope=None, previous=None, measured=None):  # type: ignore[no-untyped-def]
         if self.min_relative_change > 0:
             slopes.append(0.0 if slope is None else float(slope[0]))
-        return run(self, level, slope, previous)
+        return run(self, level, slope, previous, measured)
 
     monkeypatch.setattr(level._Practical, "run", counted)
     found = find_change_points(x)
@@ -1002,10 +1002,10 @@ def test_a_slope_is_searched_once_whatever_the_start(monkeypatch: pytest.MonkeyP
     slopes: list[bytes] = []
     run = level._Practical.run
 
-    def counted(self, level, slope=None, previous=None):  # type: ignore[no-untyped-def]
+    def counted(self, level, slope=None, previous=None, measured=None):  # type: ignore[no-untyped-def]
         if self.min_relative_change > 0:
             slopes.append(np.zeros(1).tobytes() if slope is None else slope.tobytes())
-        return run(self, level, slope, previous)
+        return run(self, level, slope, previous, measured)
 
     monkeypatch.setattr(level._Practical, "run", counted)
     found = find_change_points(x)

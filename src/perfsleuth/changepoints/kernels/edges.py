@@ -21,7 +21,7 @@ from perfsleuth.changepoints.kernels.bends import (
     _steps_and_hinges,
     _turn_beside_the_jump,
 )
-from perfsleuth.changepoints.kernels.level import _cost, _Dropped, _Practical
+from perfsleuth.changepoints.kernels.level import _cost, _Dropped, _Measured, _Practical
 from perfsleuth.changepoints.kernels.results import ChangePoint
 from perfsleuth.changepoints.kernels.statistic import (
     _JUMP_TAIL_INDEX,
@@ -295,6 +295,7 @@ def _steps_under_the_floor(
     kept: list[ChangePoint],
     dropped: Sequence[ChangePoint],
     search: _Practical,
+    measured: _Measured | None = None,
 ) -> bool:
     """Whether a trend kept (its description, with its kinks: ``trend()``) is a staircase of
     steps under the relative floor: the steps a search with no floor finds (with no slope, from
@@ -308,13 +309,14 @@ def _steps_under_the_floor(
     the points the floor keeps are reported, with no slope. (The log scale's levels are
     relative themselves: no floor there.) ``kept`` and ``dropped``: the search with the floor
     and no slope; where its floor decided nothing, the search without it is not run, for it
-    would end at the same points (``_Dropped.same_without_floor``)."""
+    would end at the same points (``_Dropped.same_without_floor``). ``measured``: the seeded
+    splits that search found, which this one need not find again."""
     if search.min_relative_change <= 0.0 or search.log_levels:
         return False
     if isinstance(dropped, _Dropped) and dropped.same_without_floor:
         return False
     flat = sorted(p.index for p in kept)
-    fine, _ = dataclasses.replace(search, min_relative_change=0.0).run(y, None, flat)
+    fine, _ = dataclasses.replace(search, min_relative_change=0.0).run(y, None, flat, measured)
     cuts = sorted(p.index for p in fine)
     if cuts == flat:
         return False  # the floor hid no step: the trend's starts have compared these already

@@ -156,7 +156,7 @@ from perfsleuth.changepoints.kernels.edges import (
     _lone_jumps,
     _steps_under_the_floor,
 )
-from perfsleuth.changepoints.kernels.level import AlphaSpending, _cost, _Practical
+from perfsleuth.changepoints.kernels.level import AlphaSpending, _cost, _Measured, _Practical
 from perfsleuth.changepoints.kernels.results import (
     Assessment,
     ChangePoint,
@@ -763,7 +763,10 @@ def _described(x: FloatArray, search: _Practical, first: _FirstCycle) -> _Descri
     n, dims = x.shape
     scale: Scale = "log" if search.log_levels else "linear"
     adjusted, periods, cycle = _without_cycle(x, search.min_size, first)
-    accepted, rejected = search.run(adjusted)
+    measured: _Measured | None = search.measure(adjusted)
+    accepted, rejected = search.run(adjusted, measured=measured)
+    if dims > 1 or search.log_levels or search.min_relative_change <= 0.0:
+        measured = None  # (kept for the relative floor's check alone, which searches it again)
     flat: _Fit = (np.zeros(dims), accepted, rejected)
     slope = np.zeros(dims)
     bends: list[kinks.Kink] = []
@@ -771,7 +774,7 @@ def _described(x: FloatArray, search: _Practical, first: _FirstCycle) -> _Descri
         slope, accepted, rejected = _with_trend(adjusted, search, flat)
         if dims == 1:
             slope, accepted, rejected, bends = _with_bends(
-                adjusted, search, (slope, accepted, rejected), flat
+                adjusted, search, (slope, accepted, rejected), flat, measured
             )
     return _Description(
         scale, adjusted, periods, cycle, slope, accepted, rejected, bends, search.grain()
@@ -873,11 +876,16 @@ def _with_trend(adjusted: FloatArray, search: _Practical, flat: _Fit) -> _Fit:
 
 
 def _with_bends(
-    adjusted: FloatArray, search: _Practical, described: _Fit, flat: _Fit
+    adjusted: FloatArray,
+    search: _Practical,
+    described: _Fit,
+    flat: _Fit,
+    measured: _Measured | None = None,
 ) -> tuple[FloatArray, list[ChangePoint], Sequence[ChangePoint], list[kinks.Kink]]:
     """The description of a one-column series with its kinks (step 6): (slope, level points
     kept, dropped, kinks), from ``described``, the description with or without a common
-    slope, and ``flat``, the level search with no slope, which the kinks may prefer."""
+    slope, and ``flat``, the level search with no slope, which the kinks may prefer
+    (``measured``: the seeded splits that search found)."""
     slope, accepted, rejected = described
     judged = functools.partial(
         kinks.find_kinks,
@@ -894,7 +902,7 @@ def _with_bends(
         accepted, bends, replaced, fit = _with_kinks(
             adjusted[:, 0], slope[0], accepted, judged, search
         )
-        if _steps_under_the_floor(adjusted, fit, flat[1], flat[2], search):
+        if _steps_under_the_floor(adjusted, fit, flat[1], flat[2], search, measured):
             slope, accepted, rejected = flat
             accepted, bends, replaced = _lines_of_a_flat(adjusted[:, 0], accepted, judged, search)
         elif ramp := _ramp_instead_of_a_trend(adjusted[:, 0], fit, flat[1], search):

@@ -464,44 +464,50 @@ def prune(
     heappush, heappop = heapq.heappush, heapq.heappop
 
     state: list[Judged] = []
-    heap: list[tuple[float, int, int, int]] = []
+    # (strength, j, version): j orders points as their index does, which breaks ties
+    heap: list[tuple[float, int, int]] = []
     for j in range(k):
         verdict = judge(order[j - 1] if j else 0, order[j], order[j + 1] if j + 1 < k else n)
         state.append(verdict)
         if not verdict.passes:
-            heap.append((verdict.strength, order[j], j, 0))
+            heap.append((verdict.strength, j, 0))
     heapq.heapify(heap)
     dropped: list[Judged] = []
     while heap:
-        _, _, j, ver = heappop(heap)
-        if not alive[j] or ver != version[j]:
+        _, j, ver = heappop(heap)
+        if ver != version[j] or not alive[j]:
             continue
-        if state[j].passes is None:
+        was = state[j]
+        if was.passes is None:
             if test is None:
                 raise ValueError("a verdict left its test pending, and prune was given no test")
-            was = state[j]
             # (a new Judged directly: dataclasses.replace costs more than the rest of a step)
-            state[j] = Judged(was.index, was.start, was.stop, was.strength, test(was), was.effect)
-            if state[j].passes:
+            was = Judged(was.index, was.start, was.stop, was.strength, test(was), was.effect)
+            state[j] = was
+            if was.passes:
                 continue
         alive[j] = False
-        dropped.append(state[j])
+        dropped.append(was)
+        # its neighbours judged again, each on the segment between its new neighbours
         p, q = prev[j], nxt[j]
         if p >= 0:
             nxt[p] = q
+            before = prev[p]
+            verdict = judge(order[before] if before >= 0 else 0, order[p],
+                            order[q] if q >= 0 else n)  # fmt: skip
+            state[p] = verdict
+            version[p] = ver = version[p] + 1
+            if not verdict.passes:
+                heappush(heap, (verdict.strength, p, ver))
         if q >= 0:
             prev[q] = p
-        for m in (p, q):
-            if m < 0:
-                continue
-            before, after = prev[m], nxt[m]
-            at = order[m]
-            verdict = judge(order[before] if before >= 0 else 0, at,
+            after = nxt[q]
+            verdict = judge(order[p] if p >= 0 else 0, order[q],
                             order[after] if after >= 0 else n)  # fmt: skip
-            state[m] = verdict
-            version[m] += 1
+            state[q] = verdict
+            version[q] = ver = version[q] + 1
             if not verdict.passes:
-                heappush(heap, (verdict.strength, at, m, version[m]))
+                heappush(heap, (verdict.strength, q, ver))
     kept = [state[j] for j in range(k) if alive[j]]
     return kept, dropped
 
