@@ -473,6 +473,17 @@ def prune(
             heap.append((verdict.strength, j, 0))
     heapq.heapify(heap)
     dropped: list[Judged] = []
+
+    def judged_again(j: int, left: int, right: int) -> None:
+        """Point ``j`` judged on the segment between its neighbours ``left`` and ``right``
+        (positions in ``order``; −1: the series' end)."""
+        verdict = judge(order[left] if left >= 0 else 0, order[j],
+                        order[right] if right >= 0 else n)  # fmt: skip
+        state[j] = verdict
+        version[j] += 1
+        if not verdict.passes:
+            heappush(heap, (verdict.strength, j, version[j]))
+
     while heap:
         _, j, ver = heappop(heap)
         if ver != version[j] or not alive[j]:
@@ -492,22 +503,10 @@ def prune(
         p, q = prev[j], nxt[j]
         if p >= 0:
             nxt[p] = q
-            before = prev[p]
-            verdict = judge(order[before] if before >= 0 else 0, order[p],
-                            order[q] if q >= 0 else n)  # fmt: skip
-            state[p] = verdict
-            version[p] = ver = version[p] + 1
-            if not verdict.passes:
-                heappush(heap, (verdict.strength, p, ver))
+            judged_again(p, prev[p], q)
         if q >= 0:
             prev[q] = p
-            after = nxt[q]
-            verdict = judge(order[p] if p >= 0 else 0, order[q],
-                            order[after] if after >= 0 else n)  # fmt: skip
-            state[q] = verdict
-            version[q] = ver = version[q] + 1
-            if not verdict.passes:
-                heappush(heap, (verdict.strength, q, ver))
+            judged_again(q, p, nxt[q])
     kept = [state[j] for j in range(k) if alive[j]]
     return kept, dropped
 
