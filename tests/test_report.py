@@ -296,8 +296,8 @@ def test_series_from_a_callable() -> None:
     assert len(asked) == 3  # prepared once per series
     x = figs["figure-1"]["data"][0]["x"]
     assert x == sorted(x)
-    # the finding comes after the data: its close-up is the series' last tenth
-    assert (x[0], x[-1]) == ("2024-05-01T11:07:30.000", "2024-05-01T11:08:19.000")
+    # the finding comes after the data: its close-up is the series' last 100 readings
+    assert (x[0], x[-1]) == ("2024-05-01T11:06:40.000", "2024-05-01T11:08:19.000")
 
 
 def test_long_series_is_downsampled_keeping_spikes() -> None:

@@ -111,7 +111,7 @@ def render_html(
         Data to plot behind each finding: a metric frame (``time, entity, metric, value[,
         unit]``) or a callable ``(entity, metric) -> frame | None`` (e.g. a store lookup). A
         finding whose (entity, metric) has a series gets a line plot of the readings around it
-        (its own and, either side, as many again, at least a tenth of the series and 30
+        (its own and, either side, as many again, at least a tenth of the series and 100
         readings), with the finding marked; any other finding gets a bar chart of its numeric
         evidence.
     coverage
@@ -532,7 +532,7 @@ def _section(
 
 _SUMMARY_ROWS = 10  # the summary lists these first; the rest fold under "more"
 _CHARTED = 100  # findings that get a chart of their own (the most severe)
-_CONTEXT = 30  # readings at least either side of a finding on its card
+_CONTEXT = 100  # readings at least either side of a finding on its card (a short series: whole)
 _TIMELINE_MAX = 2000  # findings drawn in the timeline at most (the most severe)
 _WRAP = 90  # characters per line of a timeline hover label
 
