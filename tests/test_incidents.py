@@ -315,3 +315,36 @@ def test_the_reports_incident_shows_a_long_name_by_its_ends() -> None:
     texts = [section.title, section.intro, *(str(c) for row in section.tables[0].rows for c in row)]
     assert not any(long in text for text in texts)  # ...the page shows it by its ends
     assert all("...(5,003 characters)..." in text for text in (section.title, section.intro))
+
+
+def test_the_report_draws_incidents_of_several_findings_and_notes_the_lone_ones() -> None:
+    from perfsleuth.report.incidents import incident_sections
+
+    incidents = find_incidents([LOOP, SATURATED, UPGRADE, RELEASE, SLOW, CHANGE], topology=TOPOLOGY)
+    told, alone = incident_sections(incidents)
+    assert told.title.startswith("Incident 1 · error · checkout, db-1, web-1 ·")
+    assert told.tables[0].rows[0][0] == "when" and len(told.figures) == 1  # chain, timeline
+    # the loop alone: no box of empty questions, one note of what they lack
+    assert alone.title == "1 finding on its own" and not alone.tables and not alone.figures
+    assert "in the summary below" in alone.intro
+    assert alone.intro.endswith(incidents[1].unanswered)
+    # the story less the loop's own sentence, the four lacking families in one sentence
+    assert incidents[1].unanswered == (
+        "No change-point, transaction-mix, CPU-per-transaction or OS counter data for batch-7."
+    )
+    assert incidents[0].unanswered == "No process data for db-1, web-1."
+
+    # one file's change points: one note, whatever their count
+    changes = [
+        finding(Kind.CHANGE_POINT, "mt", "changepoint", minutes=60 * k, severity=Severity.ERROR)
+        for k in range(11)
+    ]
+    (note,) = incident_sections(find_incidents(changes))
+    assert note.title == "11 findings on their own"
+    assert note.intro.count("No transaction-mix, CPU-per-transaction, process or OS counter") == 1
+    assert incident_sections([]) == []
+
+    # two findings at one instant of one question: nothing for a timeline to place
+    spike = finding(Kind.SPIKE, "checkout", "changepoint", minutes=2)
+    (pair,) = incident_sections(find_incidents([CHANGE, spike]))
+    assert pair.title.endswith("2 findings") and not pair.figures

@@ -185,26 +185,12 @@ class Incident:
     def story(self) -> str:
         """One paragraph: every link in order, the missing ones said plainly (the families
         without data for the same entities in one sentence)."""
-        parts: list[str] = []
-        pending: list[Link] = []
-        for link in [*self.chain, None]:
-            if (
-                link is not None
-                and link.no_data
-                and (not pending or pending[0].no_data == link.no_data)
-            ):
-                pending.append(link)
-                continue
-            if pending:
-                kinds = [_WHAT[p.step] for p in pending]
-                listed = kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " or " + kinds[-1]
-                parts.append(_sentence(f"no {listed} data for {pending[0].no_data}"))
-                pending = []
-            if link is not None and link.no_data:
-                pending.append(link)
-            elif link is not None:
-                parts.append(_sentence(link.text))
-        return " ".join(parts)
+        return _told(self.chain)
+
+    @property
+    def unanswered(self) -> str:
+        """What the story says of the questions no finding answers (empty when none)."""
+        return _told([link for link in self.chain if link.missing])
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -471,6 +457,30 @@ def _names(step: Step, keys: frozenset[str]) -> str:
     prefix = _ENTITY_OF_STEP.get(step, "")
     wanted = [k for k in keys if k.startswith(prefix)] or list(keys)
     return ", ".join(sorted({k.partition(":")[2] for k in wanted}))
+
+
+def _told(links: Sequence[Link]) -> str:
+    """:attr:`Incident.story` of ``links``."""
+    parts: list[str] = []
+    pending: list[Link] = []
+    for link in [*links, None]:
+        if (
+            link is not None
+            and link.no_data
+            and (not pending or pending[0].no_data == link.no_data)
+        ):
+            pending.append(link)
+            continue
+        if pending:
+            kinds = [_WHAT[p.step] for p in pending]
+            listed = kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " or " + kinds[-1]
+            parts.append(_sentence(f"no {listed} data for {pending[0].no_data}"))
+            pending = []
+        if link is not None and link.no_data:
+            pending.append(link)
+        elif link is not None:
+            parts.append(_sentence(link.text))
+    return " ".join(parts)
 
 
 def _sentence(text: str) -> str:

@@ -1,9 +1,12 @@
 """The report's opening: one section per incident — its story, its chain, its timeline.
 
-An incident (:mod:`perfsleuth.incidents`) is drawn as it was found: the paragraph that tells
-it, the chain link by link with its strength, and, when it holds two findings or more, one
-timeline of them with a row per question (when, workload, application, process, resource).
-Nothing is recomputed here.
+An incident (:mod:`perfsleuth.incidents`) of two findings or more is drawn as it was found:
+the paragraph that tells it, the chain link by link with its strength, and, when its findings
+are not all at one time and question, one timeline of them with a row per question (when,
+workload, application, process, resource). Incidents of one finding share one short note:
+each would be a box repeating its finding's card beside questions no finding answers (a
+change-point run on one file of 11 findings opened with 11 such boxes, before the summary that
+lists them all). Nothing is recomputed here.
 """
 
 from __future__ import annotations
@@ -41,8 +44,14 @@ _COLOURS = {
 
 
 def incident_sections(incidents: Sequence[Incident]) -> list[Section]:
-    """One section per incident, in the order given (most severe first)."""
-    return [_section(number, incident) for number, incident in enumerate(incidents, 1)]
+    """One section per incident of two findings or more, in the order given (most severe
+    first) and numbered in it, then a note for the incidents of a single finding."""
+    told = [incident for incident in incidents if len(incident.findings) > 1]
+    alone = [incident for incident in incidents if len(incident.findings) == 1]
+    sections = [_section(number, incident) for number, incident in enumerate(told, 1)]
+    if alone:
+        sections.append(_alone(alone))
+    return sections
 
 
 def _section(number: int, incident: Incident) -> Section:
@@ -67,9 +76,29 @@ def _section(number: int, incident: Incident) -> Section:
         for link in incident.chain
     )
     chain = Table(("question", "what the data say", "strength", "findings"), rows)
-    # one finding has nothing to be placed against: its time is in the chain's first row
-    figures = (_timeline(incident),) if len(incident.findings) > 1 else ()
+    # a timeline places findings against each other: all at one place on it, it shows nothing
+    # the chain does not say (a change point and its spike at one instant)
+    places = {(link.step, f.start, f.end) for link in incident.chain for f in link.findings}
+    figures = (_timeline(incident),) if len(places) > 1 else ()
     return Section(heading, intro=shown(incident.story), tables=(chain,), figures=figures)
+
+
+def _alone(incidents: Sequence[Incident]) -> Section:
+    """A note for the incidents of one finding each: the summary and their family's sections
+    already show those findings. What the other questions lack is said when it is the same for
+    all (one file's series); across entities it would be a sentence per entity."""
+    count, one = len(incidents), len(incidents) == 1
+    intro = (
+        f"{'This finding relates' if one else f'These {count:,} findings relate'} to no other "
+        f"finding of the run by entity and time: {'it is' if one else 'each is'} in the summary "
+        f"below and in its family's section."
+    )
+    lacking = {incident.unanswered for incident in incidents}
+    if len(lacking) == 1 and (said := lacking.pop()):
+        names = {*incidents[0].entities, incidents[0].findings[0].entity}
+        intro += " " + names_shown(said, names, HTML_NAME_SHOWN, by_its_ends)
+    title = f"{count:,} finding{'' if one else 's'} on {'its' if one else 'their'} own"
+    return Section(title, intro=intro)
 
 
 def _timeline(incident: Incident) -> Figure:
