@@ -724,6 +724,20 @@ def test_bad_years_are_refused_naming_the_line(
     assert re.search(pattern, line), line
 
 
+def test_a_file_of_values_alone_says_what_it_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "latency.csv"
+    path.write_text("latency_ms\n95\n105\n510\n490\n", encoding="utf-8")
+    line = _one_error(*run(capsys, "changepoints", str(path)))
+    assert "latency.csv: metric frame is missing column(s) 'time'" in line
+    assert "if it holds values alone, add a time to each reading" in line
+    assert "perfsleuth.find_change_points(values)" in line
+    named = tmp_path / "hosts.csv"
+    named.write_text("host,value\nweb-1,1\nweb-2,2\n", encoding="utf-8")
+    assert "values alone" not in _one_error(*run(capsys, "changepoints", str(named)))
+
+
 def test_a_file_neither_long_nor_wide_says_how_to_name_its_time_column(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -427,7 +427,7 @@ def read_metric(
             f"{name}: metric frame is missing column(s) {', '.join(map(repr, absent))} "
             f"(columns present: {_list(table)}){_text_values(table, locate)}; to read it as a "
             "wide file, name its time column with --time-column (time_column in a config) and "
-            "its value columns with -c/--column (values)"
+            f"its value columns with -c/--column (values){_values_alone(table)}"
         )
     if found is None:
         return normalise(
@@ -495,6 +495,17 @@ def _text_values(table: pd.DataFrame, locate: LineOf | None) -> str:
     line = locate(row) if locate is not None else None
     where = f"line {line}" if line is not None else f"row {row + 1}"
     return f"; its column {others[0]!r} is not numeric: {where} holds {text.iloc[row]!r}"
+
+
+def _values_alone(table: pd.DataFrame) -> str:
+    """What a file of numbers alone lacks (empty for other files): a time per reading."""
+    if len(table.columns) == 0 or not all(_numeric(table[c]) for c in table.columns):
+        return ""
+    return (
+        "; if it holds values alone, add a time to each reading (findings and the store are "
+        "placed in time), or search the values in Python: "
+        "perfsleuth.find_change_points(values)"
+    )
 
 
 def _list(table: pd.DataFrame) -> str:
