@@ -1248,7 +1248,7 @@ def _quickselect_wins() -> bool:
     two tied within 10% on a vectorised quickselect, while from 10⁵ values on, the long
     medians of a search, it took half the bracket's time (115 against 225 µs): the answer
     was a coin toss, and a process that drew the bracket spent some 25 ms more of a
-    10⁵-reading search's 150 on its medians, 3 of 8 processes here.)"""
+    10⁵-reading search's 150 on its medians, 2 of 8 processes here.)"""
     values = np.random.default_rng(0).standard_normal(1 << 17)
     ranks = [(values.size - 1) // 2, values.size // 2]
     middle = _sampled_middle(values, ranks[0])
