@@ -41,7 +41,7 @@ from perfsleuth.stats import robust  # noqa: E402
 # the kernels' functions, wrapped in every kernel module that calls them (``kernel_patch``)
 KERNELS = [
     "seeded_candidates", "greedy", "prune", "refine", "_long_run_scale", "_residual_scale",
-    "_symmetrised", "_prefix", "_segment_means", "_significant_slopes", "_without_cycle",
+    "_symmetrised", "_prefixes", "_segment_means", "_significant_slopes", "_without_cycle",
     "_spikes", "_with_kinks", "judge", "best_kink",
 ]  # fmt: skip
 # the stages of a description (``search._describe``), each with the level searches it runs

@@ -1243,15 +1243,19 @@ def _selected_inside(a: FloatArray, ranks: list[int], lo: float, hi: float) -> f
 @functools.cache
 def _quickselect_wins() -> bool:
     """Whether numpy's one-rank quickselect is faster on this machine than selecting inside a
-    sampled bracket (:func:`_median_in_place`): best of three on 2¹⁶ normal values each, once
-    a process. Both are exact, so only the time depends on the answer."""
-    values = np.random.default_rng(0).standard_normal(1 << 16)
+    sampled bracket (:func:`_median_in_place`): best of five on 2¹⁷ normal values each, once
+    a process. Both are exact, so only the time depends on the answer. (On 2¹⁶ values the
+    two tied within 10% on a vectorised quickselect, while from 10⁵ values on, the long
+    medians of a search, it took half the bracket's time (115 against 225 µs): the answer
+    was a coin toss, and a process that drew the bracket spent some 25 ms more of a
+    10⁵-reading search's 150 on its medians, 2 of 8 processes here.)"""
+    values = np.random.default_rng(0).standard_normal(1 << 17)
     ranks = [(values.size - 1) // 2, values.size // 2]
     middle = _sampled_middle(values, ranks[0])
 
     def best(select: Callable[[FloatArray], float]) -> float:
         times = []
-        for _ in range(3):
+        for _ in range(5):
             work = values.copy()
             start = time.perf_counter()
             select(work)

@@ -46,12 +46,14 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from perfsleuth.changepoints.kernels import grid
 from perfsleuth.stats import robust as robust_mod
+from perfsleuth.stats.sums import paired
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -172,11 +174,12 @@ def _hinge_terms(residual: FloatArray) -> tuple[FloatArray, FloatArray, FloatArr
     t = np.arange(n, dtype=np.float64)
     tc = t - t.mean()
     stt = float(tc @ tc)
-    work = np.multiply(t, residual)
-    numerator = _suffix_into(work, np.empty_like(work))
-    later = _suffix_into(residual, work)
-    later *= t
-    numerator -= later
+    # the suffix sums of t · residual and of residual, both in one running sum
+    # (``sums.paired``: 10⁵ readings, two of .33 ms → one)
+    pair = paired(np.multiply(t, residual), residual)
+    both = _suffix_into(pair, np.empty_like(pair))
+    later = np.multiply(both.imag, t)
+    numerator = np.subtract(both.real, later)
     # |hinge less its projection on the line|² at each vertex k, in closed form: its `after`
     # values 1 … a (a = n − 1 − k) sum to a(a + 1)/2, their squares to that times (2a + 1)/3,
     # and their products with t − t̄ = k + j − t̄ to (k − t̄) Σh + Σh²
@@ -219,8 +222,12 @@ def _hinge_terms(residual: FloatArray) -> tuple[FloatArray, FloatArray, FloatArr
     return numerator, denominator, gain
 
 
-def _suffix_into(a: FloatArray, out: FloatArray) -> FloatArray:
-    """:func:`_suffix` of ``a`` written into ``out`` (the same sums, in the same order)."""
+_Summed = TypeVar("_Summed", npt.NDArray[np.float64], npt.NDArray[np.complex128])
+
+
+def _suffix_into(a: _Summed, out: _Summed) -> _Summed:
+    """:func:`_suffix` of ``a`` written into ``out`` (the same sums, in the same order; real
+    or complex: ``sums.paired``)."""
     out[..., -1] = 0.0
     np.cumsum(a[..., :0:-1], axis=-1, out=out[..., -2::-1])
     return out

@@ -28,7 +28,7 @@ from perfsleuth.changepoints.kernels.statistic import (
     _moves,
     _paper_statistics_1d,
     _paper_terms,
-    _prefix,
+    _prefixes,
     _ratio,
     _residual_lag1_columns,
     _segment_means,
@@ -207,7 +207,10 @@ class _Series:
         n, dims = level.shape
         centred = _centre(level)
         sym = _symmetrised(centred)
-        pl = _prefix(centred)
+        # each sum of the series' own scale beside the same of ``sym``'s, two in one pass
+        pl, ps = _prefixes(centred, sym)
+        squares = _prefixes(centred * centred, sym * sym)
+        lagged = _prefixes(centred[1:] * centred[:-1], sym[1:] * sym[:-1])
         # rounding, not noise, below a billionth of the series' range or the float precision
         # of its values (with the slope added back: a line removed leaves only rounding)
         magnitude = np.max(np.abs(level), axis=0) + np.abs(trend) * n
@@ -225,8 +228,8 @@ class _Series:
             centred=centred,
             offset=level.mean(axis=0),
             sym=sym,
-            own_sums=(pl, _prefix(centred * centred), _prefix(centred[1:] * centred[:-1])),
-            own_scale=(_prefix(sym), _prefix(sym * sym), _prefix(sym[1:] * sym[:-1])),
+            own_sums=(pl, squares[0], lagged[0]),
+            own_scale=(ps, squares[1], lagged[1]),
             moves=moves,
             floors=floors,
             moved=_squared_moves(sym[:, 0]) if dims == 1 else np.zeros(n + 1),

@@ -17,6 +17,7 @@ from perfsleuth.changepoints.kernels import grid
 from perfsleuth.changepoints.kernels.results import Split
 from perfsleuth.errors import DataError, NotEnoughDataError
 from perfsleuth.stats import robust as robust_mod
+from perfsleuth.stats.sums import paired
 
 FloatArray = NDArray[np.float64]
 _SplitIndex = int | NDArray[np.intp]  # one split's, or many splits' at once
@@ -548,8 +549,11 @@ def _means(x: FloatArray, bounds: list[int]) -> FloatArray:
     return sums / np.diff(edges)[:, None]
 
 
-def _prefix(x: FloatArray) -> FloatArray:
-    out = np.empty((x.shape[0] + 1, x.shape[1]))  # (not zeros: calloc maps fresh pages)
-    out[0] = 0.0
-    np.cumsum(x, axis=0, out=out[1:])
-    return out
+def _prefixes(x: FloatArray, y: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The cumulative sums of ``x`` and of ``y`` (n × d each) along the rows, from a row of
+    0, in one running sum (``sums.paired``), each copied out whole (strided halves would slow
+    the seeded splits' gathers)."""
+    both = np.empty((x.shape[0] + 1, x.shape[1]), dtype=np.complex128)  # (not zeros: calloc)
+    both[0] = 0.0
+    np.cumsum(paired(x, y), axis=0, out=both[1:])
+    return np.array(both.real), np.array(both.imag)

@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from perfsleuth.changepoints.kernels import grid, kinks
 from perfsleuth.stats import robust as robust_mod
+from perfsleuth.stats.sums import paired
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -138,8 +139,8 @@ def _scan(y: FloatArray, side: int) -> _Scan | None:
     stt = float(tc @ tc)
     residual = y - y.mean() - float(tc @ y) / stt * tc
     # s_k = 1(t ≥ k): its sums over t ≥ k of the residual and of tc, and its length
-    numerator = np.cumsum(residual[::-1])[::-1]
-    above_tc = np.cumsum(tc[::-1])[::-1]
+    both = np.cumsum(paired(residual[::-1], tc[::-1]))[::-1]  # two running sums in one
+    numerator, above_tc = both.real, both.imag
     count = n - t
     denominator = count - count**2 / n - above_tc**2 / stt
     positions = np.arange(side, n - side + 1)
