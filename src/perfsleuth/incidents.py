@@ -188,6 +188,12 @@ class Incident:
         return _told(self.chain)
 
     @property
+    def alone(self) -> bool:
+        """Whether the incident is one finding related to no other: the report and the console
+        tell only the others as incidents (the report notes these once)."""
+        return len(self.findings) == 1
+
+    @property
     def unanswered(self) -> str:
         """What the story says of the questions no finding answers (empty when none)."""
         return _told([link for link in self.chain if link.missing])

@@ -171,7 +171,7 @@ def execute(plan: Plan, *, now: datetime | None = None, quiet: bool = False) -> 
         note(f"findings: {result.jsonl}")
         note(f"incidents: {result.jsonl.with_name('incidents.json')}")
     # numbered as the report numbers them: the incidents of two findings or more
-    told = [incident for incident in result.incidents if len(incident.findings) > 1]
+    told = [incident for incident in result.incidents if not incident.alone]
     for number, incident in enumerate(told, 1):
         if len({link.step for link in incident.chain if not link.missing}) > 1:
             note(f"incident {number} ({', '.join(incident.entities)}): {incident.title}")

@@ -46,8 +46,8 @@ _COLOURS = {
 def incident_sections(incidents: Sequence[Incident]) -> list[Section]:
     """One section per incident of two findings or more, in the order given (most severe
     first) and numbered in it, then a note for the incidents of a single finding."""
-    told = [incident for incident in incidents if len(incident.findings) > 1]
-    alone = [incident for incident in incidents if len(incident.findings) == 1]
+    told = [incident for incident in incidents if not incident.alone]
+    alone = [incident for incident in incidents if incident.alone]
     sections = [_section(number, incident) for number, incident in enumerate(told, 1)]
     if alone:
         sections.append(_alone(alone))
