@@ -134,6 +134,27 @@ def test_two_bends_that_undo_each_other_are_two_slope_points(shape: str) -> None
         assert abs(bends[0] - 30) <= 2 and abs(bends[1] - 70) <= 2, (seed, cp.points)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_curve_that_bends_one_way_is_no_polygon_of_kinks(seed: int) -> None:
+    """A quadratic rise of 100 noise σ over 2,000 readings, AR(1) noise of φ .5: its slope
+    grows at every reading, so no reading is where the growth changed (main: two to four kinks
+    a series, wherever the polygon fit best)."""
+    t = np.linspace(0.0, 1.0, 2000)
+    x = 50 + 100 * t**2 + ar1(np.random.default_rng(seed), 2000, 0.5) * math.sqrt(0.75)
+    assert [p for p in find_change_points(x).points if p.kind == "slope"] == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sharp_bends_the_same_way_are_kept(seed: int) -> None:
+    """Growth that speeds up twice, 0.1 → 0.3 → 0.9 a reading at 150 and 300 of 450: a cubic
+    rounds both corners off, so the polygon describes the series better and keeps them."""
+    t = np.arange(450.0)
+    mean = 0.1 * t + 0.2 * np.maximum(t - 150, 0) + 0.6 * np.maximum(t - 300, 0)
+    cp = find_change_points(mean + ar1(np.random.default_rng(seed), 450, 0.3))
+    bends = [p.index for p in cp.points if p.kind == "slope"]
+    assert len(bends) == 2 and abs(bends[0] - 150) <= 5 and abs(bends[1] - 300) <= 5, cp.points
+
+
 def test_each_kink_is_judged_again_between_its_final_neighbours() -> None:
     """A gentle ramp between flats in a long series (rising 4 noise σ over the middle 40% of
     10,000 readings): the whole series' best kink falls at 79%, between the ramp's end and the

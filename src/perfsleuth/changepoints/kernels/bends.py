@@ -221,6 +221,42 @@ def _ramp_instead_of_a_trend(
     return (kept, bends, replaced) if ramp < own else None
 
 
+def _curve_instead(
+    y: FloatArray, accepted: list[ChangePoint], bends: list[kinks.Kink], search: _Practical
+) -> list[kinks.Kink]:
+    """The kinks of a one-column description, less those that only draw a curve bending one
+    way: two kinks or more away from the level points, each turning the slope the same way (it
+    only rises, or only falls), when a cubic beside the same level points and breaks describes
+    ``y`` as well by BIC at the noise's effective count.
+
+    Such kinks are the corners of a polygon laid along a convex or concave curve, placed
+    wherever the noise lets the polygon fit best; no reading is where the growth changed. The
+    CO₂ record of Mauna Loa (astsa ``cardox``, 781 monthly readings, accelerating smoothly)
+    had three, its slope .071 → .124 → .165 → .205 ppm a month. A kink at a level point (a
+    break: a crash and a slowdown at one reading) is located by its jump and kept; a single
+    kink (a hockey stick) and kinks that turn both ways (a Λ, a ramp between plateaus) are
+    changes, left to the kink test: a cubic mimics them in noise, and in the two-bend trends
+    of ``benchmarks/changepoints_same.py`` it took 8 of their 105 kinks found."""
+    cuts = sorted(p.index for p in accepted)
+    free = [k for k in bends if k.index not in cuts]
+    if len(free) < 2 or len({k.slope_after > k.slope_before for k in free}) > 1:
+        return bends
+    n = y.size
+    polygon, _ = _hinged_fit(y, sorted(k.index for k in bends), cuts)
+    breaks = sorted(k.index for k in bends if k.index in cuts)
+    t = (_ramp(n) - (n - 1) / 2) / n  # centred and scaled: its powers well conditioned
+    design = np.column_stack([t, t * t, t * t * t, *_hinges(n, breaks)[2:]])
+    # the levels partialled out, as in _steps_and_hinges
+    within = design - _segment_means(design, cuts)
+    target = y - _segment_means(y[:, None], cuts)[:, 0]
+    coef, *_ = np.linalg.lstsq(within, target, rcond=None)
+    # parameters: a position and a level per point, a slope per break, the intercept and the
+    # cubic's three
+    curve = ((target - within @ coef)[:, None], 2 * len(cuts) + len(breaks) + 4)
+    drawn, smooth = _bic_scores(y[:, None], [polygon, curve], search.grain())
+    return [k for k in bends if k.index in cuts] if smooth <= drawn else bends
+
+
 def _broken_line_instead(
     y: FloatArray,
     accepted: list[ChangePoint],

@@ -143,6 +143,7 @@ from numpy.typing import ArrayLike, NDArray
 from perfsleuth.blas import one_blas_thread
 from perfsleuth.changepoints.kernels import grid, kinks
 from perfsleuth.changepoints.kernels.bends import (
+    _curve_instead,
     _lines_of_a_flat,
     _negligible,
     _ramp_instead_of_a_trend,
@@ -915,6 +916,8 @@ def _with_bends(
         accepted, bends, broken = _breaks(adjusted[:, 0], accepted, bends, search)
         accepted, bends, small = _at_still_edges(adjusted[:, 0], accepted, bends, search)
         rejected = Later.joined(rejected, broken, small)
+    if bends:  # kinks that only draw a curve bending one way are no changes
+        bends = _curve_instead(adjusted[:, 0], accepted, bends, search)
     return slope, accepted, rejected, bends
 
 

@@ -1,0 +1,98 @@
+"""Smooth curves are no change points: the defaults' points on series whose mean bends
+smoothly, where no reading is where the growth changed.
+
+* simulated: a quadratic (accelerating), an exponential (accelerating, ``(e^{3u} − 1)/(e³ −
+  1)``) and a square root (decelerating, steep at its start) over u ∈ [0, 1], rising 5, 20 or
+  100 noise σ over n ∈ {100, 400, 2,000} readings, in Gaussian AR(1) noise of φ .5 (unit
+  stationary σ) about 50; ``--reps`` seeded series a cell. Every point is false, but a curve
+  steep at one end (the √) has a real change of growth there at large rises;
+* real: smooth monthly CO₂ records — astsa ``cardox`` (Mauna Loa, 781 readings) and R's
+  ``co2`` (468 readings, the same station to 1997), read from the snapshots under
+  ``--mirror`` (``<owner>+<name>/repo``, as ``fetch`` leaves them; skipped when absent).
+
+Printed: points per series, and their kinds, per cell; each real series' points.
+
+Run: ``.venv/bin/python benchmarks/changepoints_curves.py [--reps 20]`` (with
+``PYTHONPATH=<other tree>/src`` for another version of the code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from scipy.signal import lfilter
+
+from perfsleuth import find_change_points
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from changepoints_short import Mirror, _r_object, _r_source_ts
+
+FloatArray = npt.NDArray[np.float64]
+SHAPES = {
+    "quadratic": lambda u: u * u,
+    "exponential": lambda u: np.expm1(3.0 * u) / math.expm1(3.0),
+    "sqrt": np.sqrt,
+}
+SIZES = (100, 400, 2000)
+RISES = (5.0, 20.0, 100.0)
+PHI = 0.5
+
+
+def curve(shape: str, n: int, rise: float, seed: int) -> FloatArray:
+    rng = np.random.default_rng([list(SHAPES).index(shape), n, int(rise), seed])
+    noise = lfilter([1.0], [1.0, -PHI], rng.standard_normal(n)) * math.sqrt(1.0 - PHI * PHI)
+    return 50.0 + rise * SHAPES[shape](np.linspace(0.0, 1.0, n)) + noise
+
+
+def simulated(reps: int) -> None:
+    print(f"points per series (kinds), {reps} series a cell; AR(1) noise φ {PHI}")
+    print(f"{'shape':12s} {'n':>5s}  " + "  ".join(f"rise {r:>3g} σ{'':16s}" for r in RISES))
+    for shape in SHAPES:
+        for n in SIZES:
+            cells = []
+            for rise in RISES:
+                kinds: Counter[str] = Counter()
+                for seed in range(reps):
+                    found = find_change_points(curve(shape, n, rise, seed))
+                    kinds.update(p.kind for p in found.points)
+                detail = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) or "-"
+                cells.append(f"{sum(kinds.values()) / reps:5.2f} ({detail:15s})")
+            print(f"{shape:12s} {n:5d}  " + "  ".join(cells))
+
+
+def real(mirror: Mirror) -> None:
+    readers = {
+        "astsa cardox": lambda: _r_object(mirror, "cran/astsa", "data/cardox.rda"),
+        "R co2": lambda: _r_source_ts(mirror, "co2")[0],
+    }
+    for name, read in readers.items():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                values = np.asarray(read(), dtype=np.float64).ravel()
+        except (FileNotFoundError, OSError) as exc:
+            print(f"{name}: skipped ({exc})")
+            continue
+        cp = find_change_points(values)
+        points = [(p.index, p.kind) for p in cp.points]
+        print(f"{name} ({values.size} readings): points {points}, scale {cp.scale}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    args = parser.parse_args()
+    simulated(args.reps)
+    real(Mirror(args.mirror))
+
+
+if __name__ == "__main__":
+    main()
