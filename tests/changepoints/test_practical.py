@@ -886,6 +886,42 @@ def test_refine_leaves_pinned_points_where_they_are() -> None:
     assert seeded.refine(prefix, [120], 5, pinned={120}) == [120]
 
 
+def test_refine_reads_a_segment_it_placed_before_from_its_memo() -> None:
+    # the same placements with the memo, which then holds each segment's best split; a
+    # segment it holds is not searched again (a noise round's prunings share it)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(300) + 4.0 * (np.arange(300) >= 97) - 3.0 * (np.arange(300) >= 211)
+    prefix = np.r_[0.0, np.cumsum(x)][:, None]
+    best: dict[tuple[int, int], int] = {}
+    placed = seeded.refine(prefix, [90, 220], 5, best=best)
+    assert placed == seeded.refine(prefix, [90, 220], 5) == [97, 211]
+    assert best == {(0, 220): 97, (97, 300): 211}
+    assert seeded.refine(prefix, [90, 220], 5, best={(0, 220): 50, (50, 300): 260}) == [50, 260]
+
+
+def test_a_search_asks_whether_a_point_is_a_lone_jump_once_a_segment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the lone jump reads the series' own moves, not the round's noise: a search's rounds
+    # and prunings share each segment's answer (``_Series.jumps``)
+    asked: list[tuple[int, int, int]] = []
+    held: list[np.ndarray] = []  # (each segment kept: its series' address is not reused)
+    lone = level._lone_jump_in_a_column
+
+    def counted(segment, at, alpha):  # type: ignore[no-untyped-def]
+        held.append(segment)
+        asked.append((segment.__array_interface__["data"][0], segment.shape[0], at))
+        return lone(segment, at, alpha)
+
+    monkeypatch.setattr(level, "_lone_jump_in_a_column", counted)
+    rng = np.random.default_rng(5)
+    t = np.arange(3000)
+    x = rng.standard_normal(t.size) + sum(4.0 * (t >= c) for c in (400, 900, 1500, 2200, 2600))
+    found = find_change_points(x)
+    assert len(found.indices) == 5
+    assert len(asked) == len(set(asked)) >= 5
+
+
 def test_the_cost_of_a_point_follows_its_scale_and_the_noise_memory() -> None:
     from perfsleuth.changepoints.kernels.level import _cost, _independent
 

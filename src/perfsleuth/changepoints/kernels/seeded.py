@@ -512,13 +512,19 @@ def prune(
 
 
 def refine(
-    prefix: FloatArray, points: list[int], min_size: int, pinned: Collection[int] = ()
+    prefix: FloatArray,
+    points: list[int],
+    min_size: int,
+    pinned: Collection[int] = (),
+    best: dict[tuple[int, int], int] | None = None,
 ) -> list[int]:
     """Each point moved to the best split (largest ``z²``) of the segment between its left
     neighbour, as already placed, and its right one; ``prefix`` holds the cumulative sums of
     the series (n + 1 rows). O(n) in all: the segments overlap at most twice. ``pinned``:
     points that stay where they are (a change located to the observation by other evidence
-    than the split's ``z²``)."""
+    than the split's ``z²``). ``best``: the best split of each segment (a, b) found by
+    earlier calls with the same ``prefix`` and ``min_size``, updated (a noise round re-places
+    its points after each pruning, mostly between the same neighbours)."""
     n = prefix.shape[0] - 1
     out: list[int] = []
     for j, index in enumerate(points):
@@ -527,6 +533,9 @@ def refine(
         lo, hi = a + min_size, b - min_size + 1  # the left parts end at lo .. hi − 1
         if hi <= lo or index in pinned:
             out.append(index)
+            continue
+        if best is not None and (a, b) in best:
+            out.append(best[a, b])
             continue
         length = b - a
         k = np.arange(lo - a, hi - a, dtype=np.float64)
@@ -549,4 +558,6 @@ def refine(
             dev = (prefix[lo:hi] - prefix[a]) - (k / length)[:, None] * (prefix[b] - prefix[a])
             stat = np.einsum("kd,kd->k", dev, dev) * length / (k * (length - k))
         out.append(lo + int(np.argmax(stat)))
+        if best is not None:
+            best[a, b] = out[-1]
     return out
