@@ -225,21 +225,24 @@ def _curve_instead(
     y: FloatArray, accepted: list[ChangePoint], bends: list[kinks.Kink], search: _Practical
 ) -> list[kinks.Kink]:
     """The kinks of a one-column description, less those that only draw a curve bending one
-    way: two kinks or more away from the level points, each turning the slope the same way (it
-    only rises, or only falls), when a cubic beside the same level points and breaks describes
-    ``y`` as well by BIC at the noise's effective count.
+    way: the kinks away from the level points, all turning the slope the same way (it only
+    rises, or only falls), when a cubic beside the same level points and breaks describes
+    ``y`` as well by BIC at the noise's effective count — two kinks or more, or one with no
+    level point whose sides each bend its way by themselves (:func:`_sides_bend`).
 
     Such kinks are the corners of a polygon laid along a convex or concave curve, placed
     wherever the noise lets the polygon fit best; no reading is where the growth changed. The
     CO₂ record of Mauna Loa (astsa ``cardox``, 781 monthly readings, accelerating smoothly)
     had three, its slope .071 → .124 → .165 → .205 ppm a month. A kink at a level point (a
-    break: a crash and a slowdown at one reading) is located by its jump and kept; a single
-    kink (a hockey stick) and kinks that turn both ways (a Λ, a ramp between plateaus) are
+    break: a crash and a slowdown at one reading) is located by its jump and kept; a hockey
+    stick (straight sides) and kinks that turn both ways (a Λ, a ramp between plateaus) are
     changes, left to the kink test: a cubic mimics them in noise, and in the two-bend trends
     of ``benchmarks/changepoints_same.py`` it took 8 of their 105 kinks found."""
     cuts = sorted(p.index for p in accepted)
     free = [k for k in bends if k.index not in cuts]
-    if len(free) < 2 or len({k.slope_after > k.slope_before for k in free}) > 1:
+    if not free or len({k.slope_after > k.slope_before for k in free}) > 1:
+        return bends
+    if len(free) == 1 and (cuts or not _sides_bend(y, free[0])):
         return bends
     n = y.size
     polygon, _ = _hinged_fit(y, sorted(k.index for k in bends), cuts)
@@ -255,6 +258,32 @@ def _curve_instead(
     curve = ((target - within @ coef)[:, None], 2 * len(cuts) + len(breaks) + 4)
     drawn, smooth = _bic_scores(y[:, None], [polygon, curve], search.grain())
     return [k for k in bends if k.index in cuts] if smooth <= drawn else bends
+
+
+_SIDE_BEND_Z = 1.96  # a side's curvature, in its standard errors, that bends it the kink's way
+
+
+def _sides_bend(y: FloatArray, kink: kinks.Kink) -> bool:
+    """Whether each side of a lone kink bends the kink's way by itself: a quadratic fitted to
+    the side curves up where the kink turns the slope up (down where down) by more than
+    :data:`_SIDE_BEND_Z` standard errors of AR(1) noise about it (``kinks.long_run``). A
+    hockey stick's sides are straight; a curve drawn by one corner leaves both sides bent."""
+    up = kink.slope_after > kink.slope_before
+    for side in (y[: kink.index], y[kink.index :]):
+        m = side.size
+        if m < 2 * kinks.MIN_SIDE:
+            return False
+        t = (_ramp(m) - (m - 1) / 2) / m
+        design = np.column_stack([np.ones(m), t, t * t])
+        coef, *_ = np.linalg.lstsq(design, side, rcond=None)
+        variance, _ = kinks.long_run(side - design @ coef)
+        spread = np.linalg.inv(design.T @ design)[2, 2]
+        if variance <= 0.0:
+            return False
+        z = coef[2] / math.sqrt(variance * spread)
+        if (z if up else -z) <= _SIDE_BEND_Z:
+            return False
+    return True
 
 
 def _broken_line_instead(
