@@ -277,10 +277,9 @@ def _sides_bend(y: FloatArray, kink: kinks.Kink) -> bool:
         design = np.column_stack([np.ones(m), t, t * t])
         coef, *_ = np.linalg.lstsq(design, side, rcond=None)
         variance, _ = kinks.long_run(side - design @ coef)
-        spread = np.linalg.inv(design.T @ design)[2, 2]
         if variance <= 0.0:
             return False
-        z = coef[2] / math.sqrt(variance * spread)
+        z = coef[2] / math.sqrt(variance * np.linalg.inv(design.T @ design)[2, 2])
         if (z if up else -z) <= _SIDE_BEND_Z:
             return False
     return True
