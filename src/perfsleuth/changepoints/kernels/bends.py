@@ -247,17 +247,20 @@ def _curve_instead(
     n = y.size
     polygon, _ = _hinged_fit(y, sorted(k.index for k in bends), cuts)
     breaks = sorted(k.index for k in bends if k.index in cuts)
-    t = (_ramp(n) - (n - 1) / 2) / n  # centred and scaled: its powers well conditioned
-    design = np.column_stack([t, t * t, t * t * t, *_hinges(n, breaks)[2:]])
-    # the levels partialled out, as in _steps_and_hinges
-    within = design - _segment_means(design, cuts)
-    target = y - _segment_means(y[:, None], cuts)[:, 0]
-    coef, *_ = np.linalg.lstsq(within, target, rcond=None)
+    t = _centred(n)
+    resid, _ = _beside_levels(
+        y, np.column_stack([t, t * t, t * t * t, *_hinges(n, breaks)[2:]]), cuts
+    )
     # parameters: a position and a level per point, a slope per break, the intercept and the
     # cubic's three
-    curve = ((target - within @ coef)[:, None], 2 * len(cuts) + len(breaks) + 4)
+    curve = (resid[:, None], 2 * len(cuts) + len(breaks) + 4)
     drawn, smooth = _bic_scores(y[:, None], [polygon, curve], search.grain())
     return [k for k in bends if k.index in cuts] if smooth <= drawn else bends
+
+
+def _centred(n: int) -> FloatArray:
+    """Reading times centred and scaled to [−½, ½]: their powers stay well conditioned."""
+    return (_ramp(n) - (n - 1) / 2) / n
 
 
 _SIDE_BEND_Z = 1.96  # a side's curvature, in its standard errors, that bends it the kink's way
@@ -273,7 +276,7 @@ def _sides_bend(y: FloatArray, kink: kinks.Kink) -> bool:
         m = side.size
         if m < 2 * kinks.MIN_SIDE:
             return False
-        t = (_ramp(m) - (m - 1) / 2) / m
+        t = _centred(m)
         design = np.column_stack([np.ones(m), t, t * t])
         coef, *_ = np.linalg.lstsq(design, side, rcond=None)
         variance, _ = kinks.long_run(side - design @ coef)
@@ -551,12 +554,21 @@ def _steps_and_hinges(
     step made the fit O(n (steps + hinges)²) and the columns n × steps floats (56 steps of
     10⁶ readings: 4.8 s and 450 MB)."""
     design = np.column_stack(_hinges(y.size, at)[1:])
-    within = design - _segment_means(design, cuts)
-    target = y - _segment_means(y[:, None], cuts)[:, 0]
-    coef, *_ = np.linalg.lstsq(within, target, rcond=None)
-    resid = target - within @ coef
+    resid, coef = _beside_levels(y, design, cuts)
     levels = y - design @ coef - resid
     return resid, levels - levels[0]
+
+
+def _beside_levels(
+    y: FloatArray, design: FloatArray, cuts: list[int]
+) -> tuple[FloatArray, FloatArray]:
+    """(residuals, coefficients) of the least-squares fit of ``y`` by the columns of
+    ``design`` and a level per segment of ``cuts``, the levels partialled out
+    (Frisch–Waugh–Lovell, as :func:`_steps_and_hinges` explains)."""
+    within = design - _segment_means(design, cuts)
+    target = y - _segment_means(y[:, None], cuts)[:, 0]
+    coef = np.asarray(np.linalg.lstsq(within, target, rcond=None)[0], dtype=np.float64)
+    return target - within @ coef, coef
 
 
 def _with_slope_points(
