@@ -198,7 +198,7 @@ def with_bumps(
     own = centred - statistic._segment_means(centred, points)
     phi_cap = max(noise[0], robust.persistence(own[:, 0])) + 2.0 * 3.0 / math.sqrt(n)
     phi_cap = max(phi_cap, noise[2])
-    independent = _independent(n, [noise], robust.memory_cap(n), robust.longest_block(n))
+    independent = _independent(n, [noise[:3]], robust.memory_cap(n), robust.longest_block(n))
     unit = noise[1]
     sigma = float(spikes._residual_scale(centred, [0, *points, n])[0])
     added: list[int] = []

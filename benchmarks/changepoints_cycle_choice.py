@@ -38,11 +38,12 @@ KEPT = search._without_cycle
 def octave_periods(x: FloatArray, min_period: int) -> list[tuple[int, int]]:
     """Every octave's qualifying period (shortest first), with the octave's longest period."""
     max_period = min(x.size // 3, robust.MAX_PERIOD)
-    sums = robust._centred_sums(x)
+    centre = robust.median(x)
+    centred = (centre, robust._centred_sums(x, centre=centre))
     out, lo = [], max(min_period, 2)
     while lo <= max_period:
         hi = min(2 * lo - 1, max_period)
-        found = robust._period_in_octave(x, sums, lo, hi, 0.3, False)
+        found = robust._period_in_octave(x, centred, lo, hi, 0.3, False)
         if found is not None:
             out.append((found, hi))
         lo *= 2

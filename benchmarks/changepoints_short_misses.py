@@ -198,8 +198,10 @@ class Tracer:
             tracer.run.rounds[-1].passes.append((list(points), [k.index for k in kept], why, []))
             return kept, gone
 
-        def refine(prefix: Any, points: list[int], min_size: int, pinned: Any = ()) -> list[int]:
-            out: list[int] = real["refine"](prefix, points, min_size, pinned)
+        def refine(
+            prefix: Any, points: list[int], min_size: int, pinned: Any = (), best: Any = None
+        ) -> list[int]:
+            out: list[int] = real["refine"](prefix, points, min_size, pinned, best)
             if tracer.run.rounds and tracer.run.rounds[-1].passes:
                 tracer.run.rounds[-1].passes[-1][3][:] = out
             return out
@@ -373,7 +375,7 @@ OFF: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "cost": ({"penalty": 0.0}, {}),
     "one observation": ({}, {"_beyond_one_observation": lambda *a: True}),
     "test": ({}, {"_rejects": lambda *a: True}),
-    "re-placement": ({}, {"refine": lambda prefix, points, m, pinned=(): list(points)}),
+    "re-placement": ({}, {"refine": lambda prefix, points, m, pinned=(), best=None: list(points)}),
     "noise rounds": ({}, {"_NOISE_ROUNDS": 1}),
     "trend": ({}, {"_TREND_MIN_LENGTH": 10**12}),
     "log scale": ({}, {"_may_grow": lambda *a: False}),

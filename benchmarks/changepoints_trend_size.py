@@ -60,9 +60,9 @@ class Trace:
         self._alternate = search_mod._alternate
         self._negligible = search_mod._negligible
 
-        def alternate(searched, y, slope, accepted, rejected):  # type: ignore[no-untyped-def]
+        def alternate(searched, y, slope, accepted, rejected, min_effect):  # type: ignore[no-untyped-def]
             self.calls.append(("start", (bool(np.any(slope)), len(accepted))))
-            out = self._alternate(searched, y, slope, accepted, rejected)
+            out = self._alternate(searched, y, slope, accepted, rejected, min_effect)
             self.calls.append(("end", (bool(np.any(out[0])), len(out[1]), out)))
             return out
 
