@@ -10,9 +10,14 @@ smoothly, where no reading is where the growth changed.
   ``co2`` (468 readings, the same station to 1997), read from the snapshots under
   ``--mirror`` (``<owner>+<name>/repo``, as ``fetch`` leaves them; skipped when absent).
 
+* ``--polygons``: the other side of the rule, real kinks that all turn one way — convex
+  polygons, straight lines meeting at two or three sharp kinks (each adding 1–4 σ a
+  hundred readings to the slope, at least n/8 apart), n ∈ {120, 300, 1,000}, AR(1) noise of
+  φ 0 and .5, ``--reps`` a cell: kinks found within 5 readings, and slope points not.
+
 Printed: points per series, and their kinds, per cell; each real series' points.
 
-Run: ``.venv/bin/python benchmarks/changepoints_curves.py [--reps 20]`` (with
+Run: ``.venv/bin/python benchmarks/changepoints_curves.py [--reps 20] [--polygons]`` (with
 ``PYTHONPATH=<other tree>/src`` for another version of the code).
 """
 
@@ -67,6 +72,40 @@ def simulated(reps: int) -> None:
             print(f"{shape:12s} {n:5d}  " + "  ".join(cells))
 
 
+def polygon(n: int, kinks: int, phi: float, seed: int) -> tuple[FloatArray, list[int]]:
+    """A convex polygon in AR(1) noise (unit stationary σ) and its kinks."""
+    rng = np.random.default_rng([n, kinks, round(10 * phi), seed])
+    while True:
+        at = np.sort(rng.choice(np.arange(n // 6, n - n // 6), kinks, replace=False))
+        if np.min(np.diff(at)) >= n // 8:
+            break
+    t = np.arange(float(n))
+    mean = rng.uniform(0.0, 3.0) / (n / 10) * t
+    for a in at:
+        mean += rng.uniform(1.0, 4.0) * (10.0 / n) * np.maximum(t - a, 0.0)
+    noise = lfilter([1.0], [1.0, -phi], rng.standard_normal(n)) * math.sqrt(1.0 - phi * phi)
+    return mean + noise, at.tolist()
+
+
+def polygons(reps: int) -> None:
+    print(f"convex polygons, {reps} series a cell: kinks found within 5 readings; slope "
+          "points not within 5 of a kink")  # fmt: skip
+    found = false = total = 0
+    for n in (120, 300, 1000):
+        for kinks in (2, 3):
+            for phi in (0.0, 0.5):
+                hits = misses = 0
+                for seed in range(reps):
+                    x, at = polygon(n, kinks, phi, seed)
+                    slopes = [p.index for p in find_change_points(x).points if p.kind == "slope"]
+                    hits += sum(any(abs(p - a) <= 5 for p in slopes) for a in at)
+                    misses += sum(all(abs(p - a) > 5 for a in at) for p in slopes)
+                print(f"n {n:5d}, {kinks} kinks, φ {phi:g}: found {hits} of {reps * kinks}, "
+                      f"other slope points {misses}")  # fmt: skip
+                found, false, total = found + hits, false + misses, total + reps * kinks
+    print(f"in all: found {found} of {total}, other slope points {false}")
+
+
 def real(mirror: Mirror) -> None:
     readers = {
         "astsa cardox": lambda: _r_object(mirror, "cran/astsa", "data/cardox.rda"),
@@ -89,7 +128,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--polygons", action="store_true", help="convex polygons instead")
     args = parser.parse_args()
+    if args.polygons:
+        polygons(args.reps)
+        return
     simulated(args.reps)
     real(Mirror(args.mirror))
 

@@ -158,6 +158,18 @@ def test_a_curve_drawn_by_one_kink_loses_it() -> None:
     assert kinked <= 2
 
 
+def test_a_curve_steep_at_its_start_is_no_polygon_of_kinks() -> None:
+    """A √ rising 100 noise σ over 400 readings (AR(1) noise of φ .5): no cubic draws its
+    steep start, so its two or three kinks stayed in all of these 10 series; every stretch
+    between them bends their way, and at most a few series keep any."""
+    kinked = 0
+    u = np.linspace(0.0, 1.0, 400)
+    for seed in range(10):
+        x = 50 + 100 * np.sqrt(u) + ar1(np.random.default_rng(seed), 400, 0.5) * math.sqrt(0.75)
+        kinked += any(p.kind == "slope" for p in find_change_points(x).points)
+    assert kinked <= 3
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_sharp_bends_the_same_way_are_kept(seed: int) -> None:
     """Growth that speeds up twice, 0.1 → 0.3 → 0.9 a reading at 150 and 300 of 450: a cubic
