@@ -232,9 +232,10 @@ def _curve_instead(
     with no level point, when every side between them bends their way. The sides tell a
     curve the cubic cannot draw, steep at one end: a √ rising 100 noise σ over 400 readings
     kept 2.85 kinks a series, now .65 (`benchmarks/changepoints_curves.py`). A lone kink
-    needs the cubic as well: placed a few readings off a sharp corner, it leaves the side
-    that holds the corner bent, and the sides alone lost 13 rather than 9 of 2,400 kinks at
-    60% of a line (`changepoints_kinks.py --power --reps 100`), which no cubic draws.
+    needs the cubic as well, which cannot draw a sharp corner: placed a few readings off
+    one, the kink leaves the side that holds the corner bent, and the sides alone lost 13
+    rather than 9 of 2,400 kinks at 60% of a line (`changepoints_kinks.py --power --reps
+    100`).
 
     Such kinks are the corners of a polygon laid along a convex or concave curve, placed
     wherever the noise lets the polygon fit best; no reading is where the growth changed. The
