@@ -50,10 +50,14 @@ RISES = (5.0, 20.0, 100.0)
 PHI = 0.5
 
 
+def ar1(rng: np.random.Generator, n: int, phi: float) -> FloatArray:
+    """Gaussian AR(1) noise of unit innovations × √(1 − φ²), started at 0."""
+    return lfilter([1.0], [1.0, -phi], rng.standard_normal(n)) * math.sqrt(1.0 - phi * phi)
+
+
 def curve(shape: str, n: int, rise: float, seed: int) -> FloatArray:
     rng = np.random.default_rng([list(SHAPES).index(shape), n, int(rise), seed])
-    noise = lfilter([1.0], [1.0, -PHI], rng.standard_normal(n)) * math.sqrt(1.0 - PHI * PHI)
-    return 50.0 + rise * SHAPES[shape](np.linspace(0.0, 1.0, n)) + noise
+    return 50.0 + rise * SHAPES[shape](np.linspace(0.0, 1.0, n)) + ar1(rng, n, PHI)
 
 
 def simulated(reps: int) -> None:
@@ -83,8 +87,7 @@ def polygon(n: int, kinks: int, phi: float, seed: int) -> tuple[FloatArray, list
     mean = rng.uniform(0.0, 3.0) / (n / 10) * t
     for a in at:
         mean += rng.uniform(1.0, 4.0) * (10.0 / n) * np.maximum(t - a, 0.0)
-    noise = lfilter([1.0], [1.0, -phi], rng.standard_normal(n)) * math.sqrt(1.0 - phi * phi)
-    return mean + noise, at.tolist()
+    return mean + ar1(rng, n, phi), at.tolist()
 
 
 def polygons(reps: int) -> None:
