@@ -151,7 +151,11 @@ def _with_kinks(
     if not accepted:
         return accepted, inside, [], own
     # A broken line alone rivals the level points with at most two kinks a step and one
-    # more (a bending curve drawn as a staircase: two steps, four bends). Beyond, it draws
+    # more (a bending curve drawn as a staircase: two steps, four bends), and one more for
+    # each kink the level search's description bends by inside its segments: a curve it
+    # draws by a step and three kinks takes four or five alone (a √ rising 100 noise σ over
+    # 2,000 readings kept a level point beside its kinks in 18 of 20 series, now 9;
+    # `benchmarks/changepoints_curves.py`). Beyond, it draws
     # more than their staircase, and it is not the line the steps are measured beside either
     # (10⁵ additive readings, a trend and 10 steps: 36 kinks, and the steps' fits on their
     # 38 hinges took 1 of 1.3 s; at 10⁶, 67 kinks and 24 of 32 s). And, as for a flat
@@ -159,7 +163,7 @@ def _with_kinks(
     # a few times: a line bends at every turn of the staircase it draws, and one that turns
     # more often is a staircase (the speed benchmark's 10⁶ readings with 10 steps: 22 kinks
     # found, more than allowed, in .29 of 2.6 s).
-    most = 2 * len(accepted) + 1
+    most = 2 * len(accepted) + 1 + len(inside)
     turns = _turns([bool(levels[c] > levels[c - 1]) for c in cuts])
     alone = judged(y, [0, n], most=most, windows=len(accepted) >= 2) if turns <= _MOST_TURNS else []
     if len(alone) > most:
