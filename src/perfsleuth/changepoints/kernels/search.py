@@ -917,7 +917,8 @@ def _with_bends(
         accepted, bends, small = _at_still_edges(adjusted[:, 0], accepted, bends, search)
         rejected = Later.joined(rejected, broken, small)
     if bends:  # kinks that only draw a curve bending one way are no changes
-        bends = _curve_instead(adjusted[:, 0], accepted, bends, search)
+        accepted, bends, drew = _curve_instead(adjusted[:, 0], accepted, bends, search)
+        rejected = Later.joined(rejected, drew)
     return slope, accepted, rejected, bends
 
 
