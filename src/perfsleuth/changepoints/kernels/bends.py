@@ -230,11 +230,11 @@ def _curve_instead(
 ) -> Lines:
     """A one-column description's (level points, kinks, level points dropped), less the kinks
     that only draw a curve bending one way: the kinks away from the level points, all turning
-    the slope the same way (it only
-    rises, or only falls), when a cubic beside the same level points and breaks describes
-    ``y`` as well by BIC at the noise's effective count — two kinks or more, or one with no
-    level point whose sides both bend its way (:func:`_sides_bend`) — or, two kinks or more
-    with no level point, when every side between them bends their way. The sides tell a
+    the slope the same way (it only rises, or only falls), when a cubic beside the same level
+    points and breaks describes ``y`` as well by BIC at the noise's effective count — two
+    kinks or more, or one with no level point whose sides both bend its way
+    (:func:`_sides_bend`) — or, two kinks or more with no level point, when every side
+    between them bends their way. The sides tell a
     curve the cubic cannot draw, steep at one end: a √ rising 100 noise σ over 400 readings
     kept 2.85 kinks a series, now .65 (`benchmarks/changepoints_curves.py`). A lone kink
     needs the cubic as well, which cannot draw a sharp corner: placed a few readings off
@@ -255,7 +255,8 @@ def _curve_instead(
     line (:func:`_steps_beside`, the test a level point beside a broken line passes) and every
     stretch between the kinks bends their way: the level search draws a curve by steps as
     well as by kinks (a √ rising 100 noise σ over 2,000 readings: a step near reading 450,
-    where nothing jumps, among three kinks, in 9 of 20 series; now 1)."""
+    where nothing jumps, among three kinks, in 9 of 20 series; now in none,
+    `benchmarks/changepoints_curves.py`)."""
     cuts = sorted(p.index for p in accepted)
     free = [k for k in bends if k.index not in cuts]
     if not free or len({k.slope_after > k.slope_before for k in free}) > 1:

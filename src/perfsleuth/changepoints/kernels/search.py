@@ -916,7 +916,7 @@ def _with_bends(
         accepted, bends, broken = _breaks(adjusted[:, 0], accepted, bends, search)
         accepted, bends, small = _at_still_edges(adjusted[:, 0], accepted, bends, search)
         rejected = Later.joined(rejected, broken, small)
-    if bends:  # kinks that only draw a curve bending one way are no changes
+    if bends:  # kinks (and steps) that only draw a curve bending one way are no changes
         accepted, bends, drew = _curve_instead(adjusted[:, 0], accepted, bends, search)
         rejected = Later.joined(rejected, drew)
     return slope, accepted, rejected, bends
