@@ -234,13 +234,12 @@ def _curve_instead(
     points and breaks describes ``y`` as well by BIC at the noise's effective count — two
     kinks or more, or one with no level point whose sides both bend its way
     (:func:`_sides_bend`) — or, two kinks or more with no level point, when every side
-    between them bends their way. The sides tell a
-    curve the cubic cannot draw, steep at one end: a √ rising 100 noise σ over 400 readings
-    kept 2.85 kinks a series, now .65 (`benchmarks/changepoints_curves.py`). A lone kink
-    needs the cubic as well, which cannot draw a sharp corner: placed a few readings off
-    one, the kink leaves the side that holds the corner bent, and the sides alone lost 13
-    rather than 9 of 2,400 kinks at 60% of a line (`changepoints_kinks.py --power --reps
-    100`).
+    between them bends their way. The sides tell a curve the cubic cannot draw, steep at one
+    end: a √ rising 100 noise σ over 400 readings kept 2.85 kinks a series, now .65
+    (`benchmarks/changepoints_curves.py`). A lone kink needs the cubic as well, which cannot
+    draw a sharp corner: placed a few readings off one, the kink leaves the side that holds
+    the corner bent, and the sides alone lost 13 rather than 9 of 2,400 kinks at 60% of a
+    line (`changepoints_kinks.py --power --reps 100`).
 
     Such kinks are the corners of a polygon laid along a convex or concave curve, placed
     wherever the noise lets the polygon fit best; no reading is where the growth changed. The
